@@ -1,0 +1,32 @@
+# The two commands a new user types: `make demo` and `make test`.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build test demo fuzz bench clean
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+# Unit, API-server and kubectl end-to-end tests, then each fuzz target for a bounded time.
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
+	@./scripts/run-fuzz.sh
+
+# Until the two-cluster demo exists: start one minicluster and say how to use kubectl.
+demo: build
+	@./scripts/demo.sh $(BUILD)/strait
+
+bench: build
+	@./scripts/run-bench.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) build-fuzz

@@ -1,0 +1,13 @@
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace strait::cmd {
+
+// Each adds one subcommand whose callback runs it and records the exit code.
+void addMiniclusterCommand(CLI::App& app);
+
+// Exit code recorded by the subcommand that ran.
+int exitCode();
+void setExitCode(int code);
+
+}  // namespace strait::cmd
