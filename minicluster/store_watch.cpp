@@ -1,0 +1,98 @@
+#include "minicluster/store_watch.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+namespace strait::minicluster {
+
+bool WatcherQueue::push(const EventPtr& ev) {
+  std::lock_guard lk(mu_);
+  if (stopped_ || ended_) return false;
+  if (queue_.size() >= limit_) {
+    ended_ = true;
+    queue_.clear();
+    ready_.notify_all();
+    spdlog::warn("watch ended reason=queue_full prefix={} limit={} rv={}", prefix_, limit_,
+                 ev->rv);
+    return false;
+  }
+  queue_.push_back(ev);
+  ready_.notify_one();
+  return true;
+}
+
+std::optional<EventPtr> WatcherQueue::next(std::chrono::milliseconds timeout) {
+  std::unique_lock lk(mu_);
+  ready_.wait_for(lk, timeout, [&] { return !queue_.empty() || stopped_ || ended_; });
+  if (queue_.empty() || stopped_ || ended_) return std::nullopt;
+  EventPtr ev = std::move(queue_.front());
+  queue_.pop_front();
+  return ev;
+}
+
+bool WatcherQueue::ended() const {
+  std::lock_guard lk(mu_);
+  return ended_;
+}
+
+void WatcherQueue::finish(bool endByStore) {
+  std::lock_guard lk(mu_);
+  if (endByStore) {
+    ended_ = true;
+  } else {
+    stopped_ = true;
+  }
+  queue_.clear();
+  ready_.notify_all();
+}
+
+void WatchHub::add(std::shared_ptr<WatcherQueue> w) {
+  std::lock_guard lk(mu_);
+  watchers_.push_back(std::move(w));
+}
+
+void WatchHub::remove(const WatcherQueue* w) {
+  std::lock_guard lk(mu_);
+  auto it = std::find_if(watchers_.begin(), watchers_.end(),
+                         [&](const auto& p) { return p.get() == w; });
+  if (it != watchers_.end()) {
+    std::swap(*it, watchers_.back());
+    watchers_.pop_back();
+  }
+}
+
+void WatchHub::publish(const std::string& key, const EventPtr& ev) {
+  std::lock_guard lk(mu_);
+  for (size_t i = 0; i < watchers_.size();) {
+    WatcherQueue& w = *watchers_[i];
+    if (ev->rv > w.afterRv() && key.starts_with(w.prefix()) && !w.push(ev)) {
+      // Ended or stopped: drop it from the fan-out list (order of watchers is irrelevant).
+      std::swap(watchers_[i], watchers_.back());
+      watchers_.pop_back();
+      continue;
+    }
+    ++i;
+  }
+}
+
+void WatchHub::endAll() {
+  std::lock_guard lk(mu_);
+  for (auto& w : watchers_) w->finish(/*endByStore=*/true);
+  watchers_.clear();
+}
+
+HubWatch::~HubWatch() {
+  q_->finish(/*endByStore=*/false);
+  hub_->remove(q_.get());
+}
+
+std::optional<EventPtr> HubWatch::next(std::chrono::milliseconds timeout) {
+  return q_->next(timeout);
+}
+
+bool HubWatch::ended() const { return q_->ended(); }
+
+void HubWatch::stop() { q_->finish(/*endByStore=*/false); }
+
+}  // namespace strait::minicluster

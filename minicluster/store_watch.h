@@ -1,0 +1,85 @@
+#pragma once
+// Watch fan-out of the minicluster store (private to minicluster/).
+//
+// Every event is one shared EventPtr; publishing pushes that pointer onto the queue of each
+// watcher whose prefix matches (no copy of the object per watcher). Each watcher has its
+// own mutex and condition variable, so a slow reader never holds up a writer for longer
+// than a push; a watcher whose queue would exceed its limit is ended and dropped.
+//
+// Locking: the store calls publish() and add() while holding its own lock (exclusive for
+// publish, at least shared for add), which orders history replay against live events. The
+// hub's mutex is taken after the store's; a watcher's mutex after the hub's.
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "minicluster/store.h"
+
+namespace strait::minicluster {
+
+// One watcher's queue. Thread-safe: pushed to by writers, read by the watch's owner.
+class WatcherQueue {
+ public:
+  WatcherQueue(std::string prefix, uint64_t afterRv, size_t limit)
+      : prefix_(std::move(prefix)), afterRv_(afterRv), limit_(limit) {}
+
+  const std::string& prefix() const { return prefix_; }
+  uint64_t afterRv() const { return afterRv_; }
+
+  // Queues an event; ends the watcher if that would exceed the limit. Returns false when the
+  // watcher no longer takes events (ended or stopped).
+  bool push(const EventPtr& ev);
+  std::optional<EventPtr> next(std::chrono::milliseconds timeout);
+  bool ended() const;
+  // Stops by the owner (stop()) or by the store (endByStore = true, e.g. store destroyed).
+  void finish(bool endByStore);
+
+ private:
+  const std::string prefix_;
+  const uint64_t afterRv_;  // only events with rv > afterRv_ are delivered
+  const size_t limit_;
+
+  // State below is protected by mu_.
+  mutable std::mutex mu_;
+  std::condition_variable ready_;
+  std::deque<EventPtr> queue_;
+  bool stopped_ = false;
+  bool ended_ = false;
+};
+
+// The set of live watchers. Thread-safe.
+class WatchHub {
+ public:
+  void add(std::shared_ptr<WatcherQueue> w);
+  void remove(const WatcherQueue* w);
+  // Delivers `ev` (whose object has key `key`) to every matching watcher.
+  void publish(const std::string& key, const EventPtr& ev);
+  // Ends every watcher (the store is going away).
+  void endAll();
+
+ private:
+  std::mutex mu_;
+  std::vector<std::shared_ptr<WatcherQueue>> watchers_;  // protected by mu_
+};
+
+// The Watch handed to callers: unregisters from the hub when destroyed.
+class HubWatch final : public Watch {
+ public:
+  HubWatch(std::shared_ptr<WatchHub> hub, std::shared_ptr<WatcherQueue> q)
+      : hub_(std::move(hub)), q_(std::move(q)) {}
+  ~HubWatch() override;
+  std::optional<EventPtr> next(std::chrono::milliseconds timeout) override;
+  bool ended() const override;
+  void stop() override;
+
+ private:
+  std::shared_ptr<WatchHub> hub_;
+  std::shared_ptr<WatcherQueue> q_;
+};
+
+}  // namespace strait::minicluster
