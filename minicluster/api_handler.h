@@ -1,0 +1,49 @@
+#pragma once
+// The HTTP front end of the minicluster API server: maps requests to discovery, OpenAPI,
+// health and version endpoints, and to the REST verbs of Rest, with content negotiation
+// (JSON, Table, aggregated discovery), watches, and Status errors.
+//
+// Thread-safe: handle() runs concurrently on connection threads.
+
+#include <atomic>
+#include <string>
+
+#include "minicluster/http_server.h"
+#include "minicluster/registry.h"
+#include "minicluster/rest.h"
+#include "minicluster/store.h"
+
+namespace strait::minicluster {
+
+class ApiHandler : public Handler {
+ public:
+  ApiHandler(Store& store, Registry& registry, Rest& rest);
+  void handle(const HttpRequest& req, Responder& out) override;
+  // Ends running watches (on shutdown).
+  void shutdown() { stopping_ = true; }
+
+ private:
+  void handleResource(const HttpRequest& req, Responder& out, const struct RequestInfo& ri);
+  void handleDiscovery(const HttpRequest& req, Responder& out, const struct RequestInfo& ri);
+  void handleWatch(const HttpRequest& req, Responder& out, const ResourceInfo& info,
+                   const std::string& ns, const ListOptions& opts, bool table);
+  void handleScale(const HttpRequest& req, Responder& out, const ResourceInfo& info,
+                   const std::string& ns, const std::string& name);
+  void handleBinding(const HttpRequest& req, Responder& out, const ResourceInfo& pods,
+                     const std::string& ns, const std::string& name);
+  void handleCrdWrite(const HttpRequest& req, Responder& out, const ResourceInfo& info,
+                      const std::string& name);
+  void deleteCrd(const HttpRequest& req, Responder& out, const ResourceInfo& info,
+                 const std::string& name);
+
+  Store& store_;
+  Registry& registry_;
+  Rest& rest_;
+  std::atomic<bool> stopping_{false};
+};
+
+// Status JSON body for an error (kind Status, reason, code, details.name/group/kind).
+std::string statusBody(const kube::Error& e, const std::string& name = {},
+                       const std::string& group = {}, const std::string& kind = {});
+
+}  // namespace strait::minicluster

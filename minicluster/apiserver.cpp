@@ -1,0 +1,199 @@
+#include "minicluster/apiserver.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "kube/object.h"
+#include "minicluster/api_handler.h"
+#include "minicluster/controllers.h"
+#include "minicluster/http_server.h"
+#include "minicluster/pki.h"
+#include "minicluster/registry.h"
+#include "minicluster/rest.h"
+#include "minicluster/store.h"
+
+namespace strait::minicluster {
+namespace {
+
+using kube::Code;
+using kube::makeError;
+namespace fs = std::filesystem;
+
+std::optional<std::string> readFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+kube::Status writeFileAtomic(const fs::path& p, const std::string& data) {
+  fs::path tmp = p;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return makeError(Code::Internal, "cannot write " + tmp.string());
+    out << data;
+    if (!out) return makeError(Code::Internal, "cannot write " + tmp.string());
+  }
+  ::chmod(tmp.c_str(), 0600);
+  std::error_code ec;
+  fs::rename(tmp, p, ec);
+  if (ec) return makeError(Code::Internal, "cannot rename " + tmp.string() + ": " + ec.message());
+  return kube::Status::OK();
+}
+
+// Loads a key pair from dir/<name>.{crt,key}, or makes one with `make` and saves it.
+Result<KeyPair> loadOrMake(const std::optional<fs::path>& dir, const std::string& name,
+                           const std::function<Result<KeyPair>()>& make) {
+  if (dir) {
+    auto crt = readFile(*dir / (name + ".crt"));
+    auto key = readFile(*dir / (name + ".key"));
+    if (crt && key) return KeyPair{*crt, *key};
+  }
+  auto kp = make();
+  if (!kp || !dir) return kp;
+  if (auto s = writeFileAtomic(*dir / (name + ".crt"), kp->certPem); !s) return s.error();
+  if (auto s = writeFileAtomic(*dir / (name + ".key"), kp->keyPem); !s) return s.error();
+  return kp;
+}
+
+class ApiServerImpl : public ApiServer {
+ public:
+  explicit ApiServerImpl(ApiServerOptions opts) : opts_(std::move(opts)) {}
+  ~ApiServerImpl() override { stop(); }
+
+  kube::Status start() override {
+    std::optional<fs::path> pkiDir;
+    StoreOptions so;
+    so.historyLimit = opts_.historyLimit;
+    if (opts_.dataDir) {
+      std::error_code ec;
+      fs::create_directories(fs::path(*opts_.dataDir) / "pki", ec);
+      if (ec) {
+        return makeError(Code::Internal, "cannot create data directory " + *opts_.dataDir +
+                                             ": " + ec.message());
+      }
+      pkiDir = fs::path(*opts_.dataDir) / "pki";
+      so.dataDir = (fs::path(*opts_.dataDir) / "store").string();
+    }
+    store_ = newStore(so);
+    if (auto s = store_->open(); !s) return s;
+
+    auto ca = loadOrMake(pkiDir, "ca", [&] { return makeCa(opts_.name + "-ca"); });
+    if (!ca) return ca.error();
+    ca_ = *ca;
+    std::vector<std::string> ips = {"127.0.0.1"};
+    std::vector<std::string> dns = {"localhost", "kubernetes", "kubernetes.default",
+                                    "kubernetes.default.svc"};
+    if (opts_.listenHost != "127.0.0.1" && opts_.listenHost != "0.0.0.0" &&
+        opts_.listenHost != "localhost") {
+      bool isIp = opts_.listenHost.find_first_not_of("0123456789.:") == std::string::npos;
+      (isIp ? ips : dns).push_back(opts_.listenHost);
+    }
+    auto serving = loadOrMake(pkiDir, "apiserver", [&] {
+      return issueCert(ca_, "kube-apiserver", {}, dns, ips, true);
+    });
+    if (!serving) return serving.error();
+    auto admin = loadOrMake(pkiDir, "admin", [&] {
+      return issueCert(ca_, "kubernetes-admin", {"system:masters"}, {}, {}, false);
+    });
+    if (!admin) return admin.error();
+    admin_ = *admin;
+
+    registry_ = std::make_unique<Registry>();
+    rest_ = std::make_unique<Rest>(*store_, *registry_);
+    loadCustomResources();
+    if (auto s = bootstrapNamespaces(); !s) return s;
+
+    handler_ = std::make_unique<ApiHandler>(*store_, *registry_, *rest_);
+    HttpServerOptions ho;
+    ho.listenHost = opts_.listenHost;
+    ho.listenPort = opts_.listenPort;
+    ho.maxBodyBytes = opts_.maxBodyBytes;
+    ho.tls.certPem = serving->certPem;
+    ho.tls.keyPem = serving->keyPem;
+    ho.tls.clientCaPem = ca_.certPem;
+    ho.tls.requireClientCert = false;  // anonymous may read /healthz, /version
+    http_ = newHttpServer(ho, *handler_);
+    if (auto s = http_->start(); !s) return s;
+
+    controllers_ = newControllers(*store_, *registry_, *rest_);
+    controllers_->start();
+
+    if (opts_.kubeconfigOut) {
+      std::string host = opts_.listenHost == "0.0.0.0" ? "127.0.0.1" : opts_.listenHost;
+      if (auto s = writeKubeconfig(*opts_.kubeconfigOut, opts_.name, url(), ca_.certPem,
+                                   "admin", admin_);
+          !s) {
+        return s;
+      }
+    }
+    spdlog::info("event=apiserver_started name={} url={} data_dir={}", opts_.name, url(),
+                 opts_.dataDir.value_or("(memory)"));
+    return kube::Status::OK();
+  }
+
+  void stop() override {
+    if (stopped_) return;
+    stopped_ = true;
+    if (handler_) handler_->shutdown();
+    if (controllers_) controllers_->stop();
+    if (http_) http_->stop();
+  }
+
+  uint16_t port() const override { return http_ ? http_->port() : 0; }
+  std::string url() const override {
+    std::string host = opts_.listenHost == "0.0.0.0" ? "127.0.0.1" : opts_.listenHost;
+    return "https://" + host + ":" + std::to_string(port());
+  }
+  std::string caPem() const override { return ca_.certPem; }
+  std::string adminCertPem() const override { return admin_.certPem; }
+  std::string adminKeyPem() const override { return admin_.keyPem; }
+  Store& store() override { return *store_; }
+
+ private:
+  void loadCustomResources() {
+    auto crds = store_->list("/apiextensions.k8s.io/customresourcedefinitions/");
+    for (const auto& o : crds.items) {
+      json crd = json::parse(o->json, nullptr, false);
+      if (crd.is_discarded()) continue;
+      if (auto s = registry_->addCustom(crd); !s) {
+        spdlog::warn("event=crd_not_served key={} error=\"{}\"", o->key, s.error().message);
+      }
+    }
+  }
+
+  kube::Status bootstrapNamespaces() {
+    auto nsInfo = registry_->find("", "v1", "namespaces");
+    for (const char* ns : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
+      if (rest_->get(*nsInfo, "", ns)) continue;
+      json obj = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}};
+      auto r = rest_->create(*nsInfo, "", obj, WriteOptions{}, nullptr);
+      if (!r && r.error().code != Code::AlreadyExists) return r.error();
+    }
+    return kube::Status::OK();
+  }
+
+  ApiServerOptions opts_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Registry> registry_;
+  std::unique_ptr<Rest> rest_;
+  std::unique_ptr<ApiHandler> handler_;
+  std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<Controllers> controllers_;
+  KeyPair ca_, admin_;
+  bool stopped_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<ApiServer> newApiServer(ApiServerOptions opts) {
+  return std::make_unique<ApiServerImpl>(std::move(opts));
+}
+
+}  // namespace strait::minicluster

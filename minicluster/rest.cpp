@@ -1,0 +1,612 @@
+#include "minicluster/rest.h"
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "kube/object.h"
+#include "kube/patch.h"
+#include "kube/yaml_json.h"
+#include "minicluster/strategy.h"
+
+namespace strait::minicluster {
+namespace {
+
+using kube::Code;
+using kube::makeError;
+
+constexpr int kMaxWriteRetries = 64;
+
+std::string base64(const std::string& in) {
+  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(in.data()),
+                          static_cast<int>(in.size()));
+  out.resize(n);
+  return out;
+}
+
+std::optional<std::string> unbase64(const std::string& in) {
+  if (in.empty() || in.size() % 4 != 0) return std::nullopt;
+  std::string out(3 * in.size() / 4 + 1, '\0');
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(in.data()),
+                          static_cast<int>(in.size()));
+  if (n < 0) return std::nullopt;
+  size_t pad = 0;
+  if (in.size() >= 1 && in[in.size() - 1] == '=') ++pad;
+  if (in.size() >= 2 && in[in.size() - 2] == '=') ++pad;
+  out.resize(n - pad);
+  return out;
+}
+
+std::string generateSuffix() {
+  static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+  unsigned char buf[5];
+  RAND_bytes(buf, sizeof(buf));
+  std::string s;
+  for (unsigned char c : buf) s += alphabet[c % (sizeof(alphabet) - 1)];
+  return s;
+}
+
+// Internal marker: the stored object changed between read and write; retry.
+constexpr const char* kRetryMarker = "\x01retry";
+
+bool isRetry(const kube::Error& e) { return e.code == Code::Conflict && e.message == kRetryMarker; }
+
+std::string conflictMessage(const ResourceInfo& info, const std::string& name) {
+  return "Operation cannot be fulfilled on " + info.groupResource() + " \"" + name +
+         "\": the object has been modified; please apply your changes to the latest version "
+         "and try again";
+}
+
+Result<json> parseBody(const std::string& body, bool yaml) {
+  if (yaml) return kube::yamlToJson(body);
+  try {
+    return json::parse(body);
+  } catch (const json::parse_error& e) {
+    return makeError(Code::BadRequest, std::string("error decoding request body: ") + e.what());
+  }
+}
+
+bool allowsCreateOnUpdate(const ResourceInfo& info) {
+  return info.group == "coordination.k8s.io" ||
+         (info.group.empty() && (info.resource == "endpoints" || info.resource == "events"));
+}
+
+}  // namespace
+
+Rest::Rest(Store& store, Registry& registry) : store_(store), registry_(registry) {}
+
+std::string Rest::key(const ResourceInfo& info, const std::string& ns, const std::string& name) {
+  return prefix(info, info.namespaced ? ns : "") + name;
+}
+
+std::string Rest::prefix(const ResourceInfo& info, const std::string& ns) {
+  std::string p = "/" + (info.group.empty() ? std::string("core") : info.group) + "/" +
+                  info.resource + "/";
+  if (!info.namespaced) return p + "/";
+  if (!ns.empty()) p += ns + "/";
+  return p;
+}
+
+kube::Error Rest::notFound(const ResourceInfo& info, const std::string& name) {
+  return makeError(Code::NotFound, info.groupResource() + " \"" + name + "\" not found");
+}
+
+Result<ObjectPtr> Rest::get(const ResourceInfo& info, const std::string& ns,
+                            const std::string& name) const {
+  auto r = store_.get(key(info, ns, name));
+  if (!r) return notFound(info, name);
+  return r;
+}
+
+bool Rest::matches(const Object& o, const ListOptions& opts) const {
+  if (opts.labelSelector && !opts.labelSelector->matches(o.labels)) return false;
+  if (opts.fieldSelector && !opts.fieldSelector->matches(o.fields)) return false;
+  return true;
+}
+
+Result<ListPage> Rest::list(const ResourceInfo& info, const std::string& ns,
+                            const ListOptions& opts) const {
+  if (opts.fieldSelector) {
+    for (const auto& req : opts.fieldSelector->requirements()) {
+      if (!registry_.isSelectableField(info, req.field)) {
+        return makeError(Code::BadRequest, "field label not supported: " + req.field);
+      }
+    }
+  }
+  // resourceVersion semantics for list: "" = latest, "0" = any, N = not older than N.
+  if (!opts.resourceVersion.empty() && opts.resourceVersion != "0") {
+    uint64_t want = 0;
+    try {
+      want = std::stoull(opts.resourceVersion);
+    } catch (...) {
+      return makeError(Code::BadRequest,
+                       "invalid resource version \"" + opts.resourceVersion + "\"");
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (store_.revision() < want) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        return makeError(Code::ServerTimeout,
+                         "Too large resource version: " + opts.resourceVersion +
+                             ", current: " + std::to_string(store_.revision()));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (opts.resourceVersionMatch == "Exact" && want != store_.revision() &&
+        want < store_.compactedRevision()) {
+      return makeError(Code::Gone, "too old resource version: " + opts.resourceVersion);
+    }
+  }
+
+  std::string startAfter;
+  uint64_t tokenRv = 0;
+  if (!opts.continueToken.empty()) {
+    auto decoded = unbase64(opts.continueToken);
+    json tok;
+    if (decoded) tok = json::parse(*decoded, nullptr, false);
+    if (!decoded || tok.is_discarded() || !tok.is_object() || !tok.contains("rv") ||
+        !tok.contains("start") || !tok["rv"].is_number_unsigned() || !tok["start"].is_string()) {
+      return makeError(Code::BadRequest, "continue key is not valid: malformed token");
+    }
+    tokenRv = tok["rv"].get<uint64_t>();
+    startAfter = tok["start"].get<std::string>();
+    if (tokenRv < store_.compactedRevision()) {
+      return makeError(Code::Gone,
+                       "The provided continue parameter is too old to display a consistent list "
+                       "result. You can start a new list without the continue parameter.");
+    }
+  }
+
+  std::string p = prefix(info, ns);
+  auto all = store_.list(p, [&](const Object& o) {
+    if (!startAfter.empty() && o.key <= startAfter) return false;
+    return matches(o, opts);
+  });
+  ListPage page;
+  page.rv = tokenRv ? tokenRv : all.rv;
+  if (opts.limit > 0 && static_cast<int64_t>(all.items.size()) > opts.limit) {
+    page.items.assign(all.items.begin(), all.items.begin() + opts.limit);
+    json tok = {{"rv", page.rv}, {"start", page.items.back()->key}};
+    page.continueToken = base64(tok.dump());
+    page.remainingItemCount = static_cast<int64_t>(all.items.size()) - opts.limit;
+  } else {
+    page.items = std::move(all.items);
+  }
+  return page;
+}
+
+NewObject Rest::seal(const ResourceInfo& info, json& obj, uint64_t rv) const {
+  obj["metadata"]["resourceVersion"] = std::to_string(rv);
+  NewObject out;
+  out.json = obj.dump();
+  if (obj["metadata"].contains("labels") && obj["metadata"]["labels"].is_object()) {
+    for (auto& [k, v] : obj["metadata"]["labels"].items()) {
+      if (v.is_string()) out.labels[k] = v.get<std::string>();
+    }
+  }
+  out.fields = registry_.fieldsOf(info, obj);
+  return out;
+}
+
+kube::Status Rest::checkNamespace(const ResourceInfo& info, const std::string& ns) const {
+  if (!info.namespaced) return kube::Status::OK();
+  if (ns.empty()) {
+    return makeError(Code::BadRequest, "the namespace of the object must be set for " +
+                                           info.groupResource());
+  }
+  auto nsObj = store_.get("/core/namespaces//" + ns);
+  if (!nsObj) return makeError(Code::NotFound, "namespaces \"" + ns + "\" not found");
+  json n = json::parse((*nsObj)->json);
+  if (n["metadata"].contains("deletionTimestamp")) {
+    return makeError(Code::Forbidden, "unable to create new content in namespace " + ns +
+                                          " because it is being terminated");
+  }
+  return kube::Status::OK();
+}
+
+namespace {
+
+// Checks apiVersion/kind of a body against the resource addressed by the URL.
+kube::Status checkTypeMeta(const ResourceInfo& info, const json& obj, const char* what) {
+  if (!obj.is_object()) {
+    return makeError(Code::BadRequest, std::string(what) + " must be a JSON object");
+  }
+  std::string kind = obj.contains("kind") && obj["kind"].is_string() ? obj["kind"] : "";
+  std::string apiVersion =
+      obj.contains("apiVersion") && obj["apiVersion"].is_string() ? obj["apiVersion"] : "";
+  if (!kind.empty() && kind != info.kind) {
+    return makeError(Code::BadRequest, "the kind of the object (" + kind +
+                                           ") does not match the resource " +
+                                           info.groupResource() + " (kind " + info.kind + ")");
+  }
+  if (!apiVersion.empty() && apiVersion != info.apiVersion()) {
+    return makeError(Code::BadRequest, "the API version in the data (" + apiVersion +
+                                           ") does not match the expected API version (" +
+                                           info.apiVersion() + ")");
+  }
+  if (obj.contains("metadata") && !obj["metadata"].is_object()) {
+    return makeError(Code::BadRequest, "metadata must be a JSON object");
+  }
+  return kube::Status::OK();
+}
+
+kube::Status fieldValidation(const ResourceInfo& info, const json& obj, FieldValidation mode,
+                             std::vector<std::string>* warnings) {
+  if (mode == FieldValidation::Ignore) return kube::Status::OK();
+  auto unknown = unknownFields(info, obj);
+  if (unknown.empty()) return kube::Status::OK();
+  if (mode == FieldValidation::Strict) {
+    std::string msg = "strict decoding error: ";
+    for (size_t i = 0; i < unknown.size(); ++i) {
+      msg += (i ? ", " : "") + std::string("unknown field \"") + unknown[i] + "\"";
+    }
+    return makeError(Code::BadRequest, msg);
+  }
+  if (warnings) {
+    for (const auto& f : unknown) warnings->push_back("unknown field \"" + f + "\"");
+  }
+  return kube::Status::OK();
+}
+
+}  // namespace
+
+Result<ObjectPtr> Rest::create(const ResourceInfo& info, const std::string& ns, json obj,
+                               const WriteOptions& opts, std::vector<std::string>* warnings) {
+  if (auto s = checkTypeMeta(info, obj, "the request body"); !s) return s.error();
+  if (auto s = fieldValidation(info, obj, opts.fieldValidation, warnings); !s) return s.error();
+  obj["kind"] = info.kind;
+  obj["apiVersion"] = info.apiVersion();
+  json& meta = obj["metadata"];
+  if (!meta.is_object()) meta = json::object();
+  std::string objNs = meta.value("namespace", "");
+  if (info.namespaced) {
+    if (!objNs.empty() && !ns.empty() && objNs != ns) {
+      return makeError(Code::BadRequest,
+                       "the namespace of the provided object does not match the namespace sent "
+                       "on the request");
+    }
+    std::string effective = ns.empty() ? objNs : ns;
+    if (auto s = checkNamespace(info, effective); !s) return s.error();
+    meta["namespace"] = effective;
+  } else {
+    meta.erase("namespace");
+  }
+  const std::string nsName = info.namespaced ? meta["namespace"].get<std::string>() : "";
+  for (const char* k : {"uid", "resourceVersion", "deletionTimestamp",
+                        "deletionGracePeriodSeconds", "selfLink", "managedFields"}) {
+    meta.erase(k);
+  }
+  meta["creationTimestamp"] = kube::rfc3339Now();
+  meta["uid"] = kube::newUid();
+  prepareForCreate(info, obj);
+
+  std::string generateName = meta.value("generateName", "");
+  bool generated = meta.value("name", "").empty() && !generateName.empty();
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    if (generated) meta["name"] = generateName + generateSuffix();
+    if (auto s = validateObject(info, obj, true); !s) return s.error();
+    std::string name = meta["name"];
+    if (opts.dryRun) {
+      if (store_.get(key(info, nsName, name))) {
+        return makeError(Code::AlreadyExists,
+                         info.groupResource() + " \"" + name + "\" already exists");
+      }
+      json copy = obj;
+      auto sealed = seal(info, copy, store_.revision());
+      auto o = std::make_shared<Object>();
+      o->key = key(info, nsName, name);
+      o->json = std::move(sealed.json);
+      o->labels = std::move(sealed.labels);
+      o->fields = std::move(sealed.fields);
+      return ObjectPtr(o);
+    }
+    auto r = store_.create(key(info, nsName, name), [&](const ObjectPtr&, uint64_t rv) {
+      json copy = obj;
+      return Result<NewObject>(seal(info, copy, rv));
+    });
+    if (r) return r;
+    if (r.error().code == Code::AlreadyExists) {
+      if (generated) continue;
+      return makeError(Code::AlreadyExists,
+                       info.groupResource() + " \"" + name + "\" already exists");
+    }
+    return r.error();
+  }
+  return makeError(Code::AlreadyExists,
+                   "could not generate a unique name from generateName \"" + generateName + "\"");
+}
+
+Result<ObjectPtr> Rest::write(const ResourceInfo& info, const std::string& ns,
+                              const std::string& name, const std::string& subresource,
+                              bool dryRun,
+                              const std::function<Result<json>(const json* current)>& build,
+                              bool allowCreate) {
+  const std::string k = key(info, ns, name);
+  for (int attempt = 0; attempt < kMaxWriteRetries; ++attempt) {
+    auto cur = store_.get(k);
+    if (!cur) {
+      if (!allowCreate) return notFound(info, name);
+      auto obj = build(nullptr);
+      if (!obj) return obj.error();
+      WriteOptions o;
+      o.dryRun = dryRun;
+      o.fieldValidation = FieldValidation::Ignore;
+      auto created = create(info, ns, std::move(*obj), o, nullptr);
+      if (!created && created.error().code == Code::AlreadyExists) continue;
+      return created;
+    }
+    const ObjectPtr current = *cur;
+    json old = json::parse(current->json);
+    auto built = build(&old);
+    if (!built) return built.error();
+    json obj = std::move(*built);
+    if (auto s = checkTypeMeta(info, obj, "the request body"); !s) return s.error();
+    obj["kind"] = info.kind;
+    obj["apiVersion"] = info.apiVersion();
+    if (!obj.contains("metadata") || !obj["metadata"].is_object()) obj["metadata"] = json::object();
+    std::string bodyName = obj["metadata"].value("name", "");
+    if (!bodyName.empty() && bodyName != name) {
+      return makeError(Code::BadRequest, "the name of the object (" + bodyName +
+                                             ") does not match the name on the URL (" + name +
+                                             ")");
+    }
+    std::string bodyNs = obj["metadata"].value("namespace", "");
+    if (info.namespaced && !bodyNs.empty() && bodyNs != ns) {
+      return makeError(Code::BadRequest,
+                       "the namespace of the provided object does not match the namespace sent "
+                       "on the request");
+    }
+    // Optimistic concurrency: a resourceVersion in the body must match the stored one.
+    std::string bodyRv = obj["metadata"].value("resourceVersion", "");
+    if (!bodyRv.empty() && bodyRv != std::to_string(current->rv)) {
+      return makeError(Code::Conflict, conflictMessage(info, name));
+    }
+    prepareForUpdate(info, subresource, obj, old);
+    if (auto s = validateObject(info, obj, false); !s) return s.error();
+    obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"];
+    if (obj == old) return current;  // no-op: no new resourceVersion, no event
+    if (dryRun) {
+      auto o = std::make_shared<Object>(*current);
+      o->json = obj.dump();
+      return ObjectPtr(o);
+    }
+    const auto& m = obj["metadata"];
+    bool finalizersDone = m.contains("deletionTimestamp") &&
+                          (!m.contains("finalizers") || m["finalizers"].empty());
+    if (finalizersDone) {
+      auto r = store_.remove(k, [&](const ObjectPtr& c, uint64_t rv) -> Result<NewObject> {
+        if (c->rv != current->rv) return makeError(Code::Conflict, kRetryMarker);
+        json copy = obj;
+        return seal(info, copy, rv);
+      });
+      if (!r && isRetry(r.error())) continue;
+      return r;
+    }
+    auto r = store_.update(k, [&](const ObjectPtr& c, uint64_t rv) -> Result<NewObject> {
+      if (c->rv != current->rv) return makeError(Code::Conflict, kRetryMarker);
+      json copy = obj;
+      return seal(info, copy, rv);
+    });
+    if (!r && isRetry(r.error())) continue;
+    if (!r && r.error().code == Code::NotFound) return notFound(info, name);
+    return r;
+  }
+  return makeError(Code::Conflict, conflictMessage(info, name));
+}
+
+Result<ObjectPtr> Rest::update(const ResourceInfo& info, const std::string& ns,
+                               const std::string& name, json obj, const WriteOptions& opts,
+                               std::vector<std::string>* warnings) {
+  if (auto s = checkTypeMeta(info, obj, "the request body"); !s) return s.error();
+  if (auto s = fieldValidation(info, obj, opts.fieldValidation, warnings); !s) return s.error();
+  bool allowCreate = opts.subresource.empty() && allowsCreateOnUpdate(info);
+  return write(info, ns, name, opts.subresource, opts.dryRun,
+               [&](const json*) -> Result<json> { return obj; }, allowCreate);
+}
+
+Result<ObjectPtr> Rest::mutate(const ResourceInfo& info, const std::string& ns,
+                               const std::string& name, const std::string& subresource,
+                               const std::function<kube::Status(json&)>& fn) {
+  return write(info, ns, name, subresource, false,
+               [&](const json* cur) -> Result<json> {
+                 json obj = *cur;
+                 if (auto s = fn(obj); !s) return s.error();
+                 return obj;
+               },
+               false);
+}
+
+Result<ObjectPtr> Rest::patch(const ResourceInfo& info, const std::string& ns,
+                              const std::string& name, const std::string& contentType,
+                              const std::string& body, const WriteOptions& opts,
+                              std::vector<std::string>* warnings) {
+  std::string type = contentType.substr(0, contentType.find(';'));
+  while (!type.empty() && type.back() == ' ') type.pop_back();
+  const bool apply = type == "application/apply-patch+yaml";
+  if (type != "application/json-patch+json" && type != "application/merge-patch+json" &&
+      type != "application/strategic-merge-patch+json" && !apply) {
+    return makeError(Code::UnsupportedMediaType,
+                     "the body of the request was in an unknown format - accepted media types "
+                     "include: application/json-patch+json, application/merge-patch+json, "
+                     "application/apply-patch+yaml, application/strategic-merge-patch+json");
+  }
+  const kube::PatchSchema* schema = nullptr;
+  if (type == "application/strategic-merge-patch+json" || apply) {
+    schema = info.custom ? nullptr : kube::schemaForKind(info.group, info.kind);
+    if (!schema && type == "application/strategic-merge-patch+json") {
+      return makeError(Code::UnsupportedMediaType,
+                       "strategic merge patch format is not supported");
+    }
+  }
+  auto patchDoc = parseBody(body, apply);
+  if (!patchDoc) return patchDoc.error();
+  json patchJson = std::move(*patchDoc);
+  if (apply) {
+    if (auto s = checkTypeMeta(info, patchJson, "the applied configuration"); !s) {
+      return s.error();
+    }
+    if (auto s = fieldValidation(info, patchJson, opts.fieldValidation, warnings); !s) {
+      return s.error();
+    }
+    if (!patchJson.contains("metadata") || !patchJson["metadata"].is_object() ||
+        patchJson["metadata"].value("name", "") != name) {
+      return makeError(Code::BadRequest,
+                       "metadata.name of the applied configuration must be \"" + name + "\"");
+    }
+  } else if (type != "application/json-patch+json" && !patchJson.is_object()) {
+    return makeError(Code::BadRequest, "the patch must be a JSON object");
+  }
+  return write(
+      info, ns, name, opts.subresource, opts.dryRun,
+      [&](const json* cur) -> Result<json> {
+        if (!cur) {  // apply of an absent object creates it
+          json obj = patchJson;
+          if (info.namespaced) obj["metadata"]["namespace"] = ns;
+          return obj;
+        }
+        if (type == "application/json-patch+json") return kube::applyJsonPatch(*cur, patchJson);
+        if (type == "application/merge-patch+json") {
+          return kube::applyMergePatch(*cur, patchJson);
+        }
+        // Strategic merge, and server-side apply approximated as a strategic merge (custom
+        // resources: merge patch) of the applied configuration onto the live object.
+        if (schema) return kube::applyStrategicMergePatch(*cur, patchJson, *schema);
+        return kube::applyMergePatch(*cur, patchJson);
+      },
+      apply && opts.subresource.empty());
+}
+
+Result<DeleteResult> Rest::remove(const ResourceInfo& info, const std::string& ns,
+                                  const std::string& name, const DeleteOptions& opts) {
+  const std::string k = key(info, ns, name);
+  for (int attempt = 0; attempt < kMaxWriteRetries; ++attempt) {
+    auto cur = store_.get(k);
+    if (!cur) return notFound(info, name);
+    const ObjectPtr current = *cur;
+    json obj = json::parse(current->json);
+    json& meta = obj["metadata"];
+    if (opts.preconditionUid && *opts.preconditionUid != meta.value("uid", "")) {
+      return makeError(Code::Conflict, "Precondition failed: UID in precondition: " +
+                                           *opts.preconditionUid +
+                                           ", UID in object meta: " + meta.value("uid", ""));
+    }
+    if (opts.preconditionResourceVersion &&
+        *opts.preconditionResourceVersion != std::to_string(current->rv)) {
+      return makeError(Code::Conflict,
+                       "Precondition failed: ResourceVersion in precondition: " +
+                           *opts.preconditionResourceVersion +
+                           ", ResourceVersion in object meta: " + std::to_string(current->rv));
+    }
+    bool changed = false;
+    json finalizers = meta.contains("finalizers") && meta["finalizers"].is_array()
+                          ? meta["finalizers"]
+                          : json::array();
+    auto addFinalizer = [&](const char* f) {
+      if (std::find(finalizers.begin(), finalizers.end(), f) == finalizers.end()) {
+        finalizers.push_back(f);
+        changed = true;
+      }
+    };
+    auto dropFinalizer = [&](const char* f) {
+      auto it = std::find(finalizers.begin(), finalizers.end(), f);
+      if (it != finalizers.end()) {
+        finalizers.erase(it);
+        changed = true;
+      }
+    };
+    const bool alreadyDeleting = meta.contains("deletionTimestamp");
+    if (opts.propagationPolicy == "Foreground") {
+      addFinalizer("foregroundDeletion");
+      dropFinalizer("orphan");
+    } else if (opts.propagationPolicy == "Orphan") {
+      addFinalizer("orphan");
+      dropFinalizer("foregroundDeletion");
+    } else if (opts.propagationPolicy == "Background" && !alreadyDeleting) {
+      dropFinalizer("orphan");
+      dropFinalizer("foregroundDeletion");
+    }
+    // Graceful deletion (pods): grace from options, else the spec, 0 when unscheduled or
+    // terminal.
+    int64_t grace = 0;
+    if (info.group.empty() && info.resource == "pods") {
+      const json spec = obj.value("spec", json::object());
+      grace = opts.gracePeriodSeconds ? *opts.gracePeriodSeconds
+                                      : spec.value("terminationGracePeriodSeconds", 30);
+      std::string phase = obj.contains("status") ? obj["status"].value("phase", "") : "";
+      if (spec.value("nodeName", "").empty() || phase == "Succeeded" || phase == "Failed") {
+        grace = 0;
+      }
+      if (grace < 0) grace = 0;
+      if (alreadyDeleting && meta.contains("deletionGracePeriodSeconds") &&
+          meta["deletionGracePeriodSeconds"].is_number() &&
+          meta["deletionGracePeriodSeconds"].get<int64_t>() <= grace) {
+        grace = meta["deletionGracePeriodSeconds"].get<int64_t>();
+        if (grace > 0 && !changed) return DeleteResult{current, false};
+      }
+    } else if (info.group.empty() && info.resource == "namespaces") {
+      // Namespaces always go through termination: the namespace controller empties them.
+      if (!alreadyDeleting) {
+        changed = true;
+      }
+      obj["status"]["phase"] = "Terminating";
+      grace = 0;
+      const json spec = obj.value("spec", json::object());
+      if (spec.contains("finalizers") && spec["finalizers"].is_array() &&
+          !spec["finalizers"].empty()) {
+        grace = 1;  // not deleted until spec.finalizers empties
+      }
+    }
+
+    const bool immediate = grace == 0 && finalizers.empty();
+    if (immediate) {
+      if (opts.dryRun) return DeleteResult{current, true};
+      auto r = store_.remove(k, [&](const ObjectPtr& c, uint64_t rv) -> Result<NewObject> {
+        if (c->rv != current->rv) return makeError(Code::Conflict, kRetryMarker);
+        json copy = obj;
+        if (!copy["metadata"].contains("deletionTimestamp")) {
+          copy["metadata"]["deletionTimestamp"] = kube::rfc3339Now();
+          copy["metadata"]["deletionGracePeriodSeconds"] = 0;
+        }
+        return seal(info, copy, rv);
+      });
+      if (!r && isRetry(r.error())) continue;
+      if (!r && r.error().code == Code::NotFound) return notFound(info, name);
+      if (!r) return r.error();
+      return DeleteResult{*r, true};
+    }
+    // Deletion pending: record the timestamp, grace and finalizers.
+    if (!alreadyDeleting || (info.resource == "pods" &&
+                             meta.value("deletionGracePeriodSeconds", int64_t{-1}) != grace)) {
+      auto when = std::chrono::system_clock::now() + std::chrono::seconds(
+                                                          info.resource == "pods" ? grace : 0);
+      meta["deletionTimestamp"] = kube::rfc3339(when);
+      meta["deletionGracePeriodSeconds"] = info.resource == "pods" ? grace : 0;
+      changed = true;
+    }
+    if (!changed) return DeleteResult{current, false};
+    meta["finalizers"] = finalizers;
+    if (finalizers.empty()) meta.erase("finalizers");
+    if (opts.dryRun) {
+      auto o = std::make_shared<Object>(*current);
+      o->json = obj.dump();
+      return DeleteResult{ObjectPtr(o), false};
+    }
+    auto r = store_.update(k, [&](const ObjectPtr& c, uint64_t rv) -> Result<NewObject> {
+      if (c->rv != current->rv) return makeError(Code::Conflict, kRetryMarker);
+      json copy = obj;
+      return seal(info, copy, rv);
+    });
+    if (!r && isRetry(r.error())) continue;
+    if (!r && r.error().code == Code::NotFound) return notFound(info, name);
+    if (!r) return r.error();
+    return DeleteResult{*r, false};
+  }
+  return makeError(Code::Conflict, conflictMessage(info, name));
+}
+
+}  // namespace strait::minicluster

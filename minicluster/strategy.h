@@ -1,0 +1,39 @@
+#pragma once
+// Per-kind rules of the API server, as upstream's registry strategies: defaults and status
+// reset on create, which parts of an object a main-resource or status write may change,
+// generation bumps, and validation. Pure functions of JSON; unit-testable without a server.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kube/status.h"
+#include "minicluster/registry.h"
+
+namespace strait::minicluster {
+
+// True when the resource has a status subresource (writes to the main resource then keep
+// the stored status, and /status writes keep everything else).
+bool hasStatusSubresource(const ResourceInfo& info);
+
+// Defaults and status reset for a new object (metadata already set by the caller).
+void prepareForCreate(const ResourceInfo& info, nlohmann::json& obj);
+
+// Reconciles an incoming object with the stored one for a write to `subresource` ("" for
+// the main resource): immutable metadata is copied from `old`, the part the subresource may
+// not touch is restored, generation is bumped when the spec changed.
+void prepareForUpdate(const ResourceInfo& info, const std::string& subresource,
+                      nlohmann::json& obj, const nlohmann::json& old);
+
+// Validation of a complete object; an Invalid error lists every problem as upstream does
+// (`Pod "x" is invalid: metadata.name: Invalid value: ...`).
+kube::Status validateObject(const ResourceInfo& info, const nlohmann::json& obj, bool isCreate);
+
+// Fields of `obj` the server does not know (for fieldValidation), as dotted paths.
+std::vector<std::string> unknownFields(const ResourceInfo& info, const nlohmann::json& obj);
+
+// Pod QoS class from requests and limits: Guaranteed, Burstable or BestEffort.
+std::string podQosClass(const nlohmann::json& pod);
+
+}  // namespace strait::minicluster
