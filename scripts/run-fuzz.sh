@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz/*_fuzz.cpp) with clang++, ASan and UBSan in a
+# separate build dir and runs each one for a bounded time.
+#
+#   FUZZ_SECONDS  seconds per target (default 30)
+#   FUZZ_BUILD    build dir (default <repo>/build-fuzz); corpora in $FUZZ_BUILD/corpus/<target>,
+#                 crash inputs in $FUZZ_BUILD/artifacts/<target>/, logs in $FUZZ_BUILD/logs/
+#   FUZZ_CXX      compiler (default clang++)
+#   JOBS          build parallelism (default nproc)
+#
+# Seed inputs, if any, are read from tests/fuzz/corpus/<target>/ (never written).
+# Prints one summary line per target; exits non-zero if a target fails to build, crashes,
+# leaks, trips a sanitizer or hangs.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${FUZZ_BUILD:-$ROOT/build-fuzz}
+SECONDS_PER_TARGET=${FUZZ_SECONDS:-30}
+CXX_BIN=${FUZZ_CXX:-clang++}
+JOBS=${JOBS:-$(nproc)}
+
+shopt -s nullglob
+sources=("$ROOT"/tests/fuzz/*_fuzz.cpp)
+if [ "${#sources[@]}" -eq 0 ]; then
+  echo "run-fuzz: no tests/fuzz/*_fuzz.cpp targets"
+  exit 0
+fi
+if ! command -v "$CXX_BIN" >/dev/null; then
+  echo "run-fuzz: $CXX_BIN not found (scripts/install-deps.sh installs clang)" >&2
+  exit 1
+fi
+
+targets=()
+for src in "${sources[@]}"; do
+  targets+=("$(basename "$src" .cpp)")
+done
+
+mkdir -p "$BUILD"
+echo "run-fuzz: configuring $BUILD"
+cmake -S "$ROOT" -B "$BUILD" -G Ninja \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_COMPILER="$CXX_BIN" \
+  -DSTRAIT_FUZZ=ON \
+  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
+  >"$BUILD/configure.log" 2>&1 || {
+  cat "$BUILD/configure.log" >&2
+  echo "run-fuzz: configure failed" >&2
+  exit 1
+}
+
+# Only the fuzz targets (and the libraries they need), not the tests or benchmarks.
+echo "run-fuzz: building ${targets[*]}"
+cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}"
+
+mkdir -p "$BUILD/logs"
+failed=0
+summary=()
+for t in "${targets[@]}"; do
+  bin="$BUILD/fuzz-bin/$t"
+  corpus="$BUILD/corpus/$t"
+  artifacts="$BUILD/artifacts/$t/"
+  log="$BUILD/logs/$t.log"
+  mkdir -p "$corpus" "$artifacts"
+  seeds=()
+  if [ -d "$ROOT/tests/fuzz/corpus/$t" ]; then
+    seeds+=("$ROOT/tests/fuzz/corpus/$t")
+  fi
+  echo "run-fuzz: running $t for ${SECONDS_PER_TARGET}s"
+  rc=0
+  # libFuzzer stops itself after -max_total_time; the outer timeout only catches a hang
+  # outside its control (e.g. in a static initializer).
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
+  UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
+    timeout --signal=KILL $((SECONDS_PER_TARGET + 120)) \
+    "$bin" -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$artifacts" "$corpus" "${seeds[@]}" \
+    >"$log" 2>&1 || rc=$?
+
+  stat() { sed -n "s/^stat::$1:[[:space:]]*//p" "$log" | tail -1; }
+  runs=$(stat number_of_executed_units)
+  speed=$(stat average_exec_per_sec)
+  rss=$(stat peak_rss_mb)
+  files=$(find "$corpus" -type f | wc -l)
+  if [ "$rc" -eq 0 ]; then
+    summary+=("$(printf '%-20s OK     %8s execs/s %10s runs  corpus %5s files  rss %4s MB' \
+      "$t" "${speed:-?}" "${runs:-?}" "$files" "${rss:-?}")")
+  else
+    failed=1
+    crash=$(find "$artifacts" -type f -newer "$bin" | head -1)
+    summary+=("$(printf '%-20s FAILED exit %s  %s execs/s  input: %s  log: %s' \
+      "$t" "$rc" "${speed:-?}" "${crash:-none}" "$log")")
+    echo "run-fuzz: $t failed (exit $rc); last lines of $log:" >&2
+    tail -n 40 "$log" >&2
+  fi
+done
+
+echo "run-fuzz: summary (${SECONDS_PER_TARGET}s per target)"
+printf '  %s\n' "${summary[@]}"
+exit "$failed"

@@ -1,0 +1,538 @@
+#include "e2e/cluster_fixture.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace strait::e2e {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// ---------------------------------------------------------------------------------------
+// Files and directories
+
+TempDir::TempDir(const std::string& prefix) {
+  const char* base = getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/" + prefix + "-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (mkdtemp(buf.data()) == nullptr) {
+    throw std::runtime_error("mkdtemp " + tmpl + ": " + strerror(errno));
+  }
+  path_ = buf.data();
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return {};
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool writeFile(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+  return static_cast<bool>(out);
+}
+
+std::string CommandResult::describe() const {
+  std::ostringstream ss;
+  ss << "exit=" << exitCode << (timedOut ? " (timed out)" : "") << "\n--- stdout ---\n"
+     << out << "\n--- stderr ---\n"
+     << err;
+  return ss.str();
+}
+
+bool waitFor(const std::function<bool()>& condition, std::chrono::milliseconds deadline,
+             std::chrono::milliseconds interval) {
+  const auto end = Clock::now() + deadline;
+  while (true) {
+    if (condition()) {
+      return true;
+    }
+    if (Clock::now() >= end) {
+      return condition();
+    }
+    std::this_thread::sleep_for(interval);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Processes
+
+namespace {
+
+// argv/envp prepared before fork(): the child only calls async-signal-safe functions.
+struct ExecPlan {
+  std::vector<std::string> args;
+  std::vector<std::string> envStrings;
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+};
+
+ExecPlan makePlan(const std::vector<std::string>& args, const Env& extra) {
+  ExecPlan plan;
+  plan.args = args;
+  Env merged;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) {
+      merged[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+  }
+  for (const auto& [k, v] : extra) {
+    merged[k] = v;
+  }
+  for (const auto& [k, v] : merged) {
+    plan.envStrings.push_back(k + "=" + v);
+  }
+  for (auto& a : plan.args) {
+    plan.argv.push_back(a.data());
+  }
+  plan.argv.push_back(nullptr);
+  for (auto& e : plan.envStrings) {
+    plan.envp.push_back(e.data());
+  }
+  plan.envp.push_back(nullptr);
+  return plan;
+}
+
+int exitCodeOf(int status) {
+  if (WIFEXITED(status)) {
+    return WEXITSTATUS(status);
+  }
+  if (WIFSIGNALED(status)) {
+    return 128 + WTERMSIG(status);
+  }
+  return -1;
+}
+
+// Forks and execs `plan` in a new process group with stdin/stdout/stderr from the given
+// paths (stdin may be empty = /dev/null). Returns the pid, or -1 with *error set.
+pid_t spawn(ExecPlan& plan, const std::string& stdinPath, const std::string& stdoutPath,
+            const std::string& stderrPath, std::string* error) {
+  int in = open(stdinPath.empty() ? "/dev/null" : stdinPath.c_str(), O_RDONLY | O_CLOEXEC);
+  int out = open(stdoutPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int err = open(stderrPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (in < 0 || out < 0 || err < 0) {
+    *error = std::string("open redirection files: ") + strerror(errno);
+    for (int fd : {in, out, err}) {
+      if (fd >= 0) {
+        close(fd);
+      }
+    }
+    return -1;
+  }
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    // If the test binary dies, do not leave servers behind.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) {
+      _exit(127);
+    }
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    execvpe(plan.argv[0], plan.argv.data(), plan.envp.data());
+    const char msg[] = "exec failed\n";
+    (void)!write(2, msg, sizeof msg - 1);
+    _exit(127);
+  }
+  int saved = errno;
+  close(in);
+  close(out);
+  close(err);
+  if (pid < 0) {
+    *error = std::string("fork: ") + strerror(saved);
+    return -1;
+  }
+  setpgid(pid, pid);  // also in the parent, so that kill(-pid) works at once
+  return pid;
+}
+
+// Waits up to `limit` for pid to exit; returns its exit code or nullopt if still running.
+std::optional<int> waitExit(pid_t pid, std::chrono::milliseconds limit) {
+  const auto end = Clock::now() + limit;
+  while (true) {
+    int status = 0;
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) {
+      return exitCodeOf(status);
+    }
+    if (r < 0 && errno != EINTR) {
+      return -1;  // not our child any more
+    }
+    if (Clock::now() >= end) {
+      return std::nullopt;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
+// SIGTERM to the group, then SIGKILL after `grace`. Returns the exit code of pid.
+int terminateGroup(pid_t pid, std::chrono::milliseconds grace) {
+  kill(-pid, SIGTERM);
+  kill(pid, SIGTERM);
+  if (auto code = waitExit(pid, grace)) {
+    kill(-pid, SIGKILL);  // leftovers of the group (e.g. kubectl's re-exec'd child)
+    return *code;
+  }
+  kill(-pid, SIGKILL);
+  kill(pid, SIGKILL);
+  auto code = waitExit(pid, 10s);
+  return code.value_or(-1);
+}
+
+}  // namespace
+
+CommandResult runCommand(const std::vector<std::string>& argv, const Env& env,
+                         std::chrono::milliseconds timeout, const std::string& stdinData) {
+  CommandResult result;
+  TempDir io("strait-cmd");
+  std::string stdinPath;
+  if (!stdinData.empty()) {
+    stdinPath = io.file("stdin");
+    writeFile(stdinPath, stdinData);
+  }
+  ExecPlan plan = makePlan(argv, env);
+  std::string error;
+  pid_t pid = spawn(plan, stdinPath, io.file("stdout"), io.file("stderr"), &error);
+  if (pid < 0) {
+    result.err = error;
+    return result;
+  }
+  if (auto code = waitExit(pid, timeout)) {
+    result.exitCode = *code;
+    kill(-pid, SIGKILL);  // nothing of the group may outlive the command
+  } else {
+    result.timedOut = true;
+    result.exitCode = terminateGroup(pid, 2s);
+  }
+  result.out = readFile(io.file("stdout"));
+  result.err = readFile(io.file("stderr"));
+  return result;
+}
+
+BackgroundProcess::~BackgroundProcess() { stop(); }
+
+bool BackgroundProcess::start(const std::vector<std::string>& argv, const Env& env,
+                              const std::string& stdoutPath, const std::string& stderrPath,
+                              std::string* error) {
+  if (pid_ > 0) {
+    *error = "already started";
+    return false;
+  }
+  stdoutPath_ = stdoutPath;
+  stderrPath_ = stderrPath;
+  ExecPlan plan = makePlan(argv, env);
+  pid_ = spawn(plan, "", stdoutPath, stderrPath, error);
+  return pid_ > 0;
+}
+
+bool BackgroundProcess::running() {
+  if (pid_ <= 0 || exited_) {
+    return false;
+  }
+  if (auto code = waitExit(pid_, 0ms)) {
+    exited_ = true;
+    exitCode_ = *code;
+    return false;
+  }
+  return true;
+}
+
+int BackgroundProcess::stop(std::chrono::milliseconds grace) {
+  if (pid_ <= 0) {
+    return exitCode_;
+  }
+  if (!exited_) {
+    if (running()) {
+      exitCode_ = terminateGroup(pid_, grace);
+    }
+    exited_ = true;
+  }
+  return exitCode_;
+}
+
+std::string BackgroundProcess::stdoutText() const { return readFile(stdoutPath_); }
+std::string BackgroundProcess::stderrText() const { return readFile(stderrPath_); }
+
+// ---------------------------------------------------------------------------------------
+// Binaries and credentials
+
+std::string straitBinary() {
+  if (const char* env = getenv("STRAIT_BIN"); env && *env && access(env, X_OK) == 0) {
+    return env;
+  }
+  if (access("/work/main/build/strait", X_OK) == 0) {
+    return "/work/main/build/strait";
+  }
+  std::vector<fs::path> candidates;
+  for (const char* root : {"/work", "/work/main"}) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(root, ec)) {
+      if (entry.is_directory() && entry.path().filename().string().rfind("build", 0) == 0) {
+        fs::path bin = entry.path() / "strait";
+        if (access(bin.c_str(), X_OK) == 0) {
+          candidates.push_back(bin);
+        }
+      }
+    }
+  }
+  std::sort(candidates.begin(), candidates.end());
+  return candidates.empty() ? std::string() : candidates.front().string();
+}
+
+namespace {
+
+std::optional<std::string> base64Decode(const std::string& in) {
+  static const std::string alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    if (c == '=' || c == '\n' || c == '\r' || c == ' ') {
+      continue;
+    }
+    auto pos = alphabet.find(c);
+    if (pos == std::string::npos) {
+      return std::nullopt;
+    }
+    acc = (acc << 6) | static_cast<uint32_t>(pos);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  return out;
+}
+
+// The entry of list `listName` whose name is `name` (or the first one if `name` is empty
+// or not found): its `field` map.
+YAML::Node namedEntry(const YAML::Node& root, const std::string& listName,
+                      const std::string& name, const std::string& field) {
+  YAML::Node list = root[listName];
+  if (!list || !list.IsSequence() || list.size() == 0) {
+    return YAML::Node();
+  }
+  for (const auto& item : list) {
+    if (item["name"] && item["name"].as<std::string>() == name) {
+      return item[field];
+    }
+  }
+  return list[0][field];
+}
+
+// PEM from `<key>-data` (base64) or from the file named by `<key>`.
+std::optional<std::string> pemOf(const YAML::Node& node, const std::string& key) {
+  if (node[key + "-data"]) {
+    return base64Decode(node[key + "-data"].as<std::string>());
+  }
+  if (node[key]) {
+    std::string content = readFile(node[key].as<std::string>());
+    if (!content.empty()) {
+      return content;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<AdminCredentials> loadAdminCredentials(const std::string& kubeconfigPath,
+                                                     const std::string& dir,
+                                                     std::string* error) {
+  try {
+    YAML::Node root = YAML::LoadFile(kubeconfigPath);
+    std::string contextName =
+        root["current-context"] ? root["current-context"].as<std::string>() : "";
+    YAML::Node context = namedEntry(root, "contexts", contextName, "context");
+    std::string clusterName = context && context["cluster"] ? context["cluster"].as<std::string>() : "";
+    std::string userName = context && context["user"] ? context["user"].as<std::string>() : "";
+    YAML::Node cluster = namedEntry(root, "clusters", clusterName, "cluster");
+    YAML::Node user = namedEntry(root, "users", userName, "user");
+    if (!cluster || !cluster["server"]) {
+      *error = "kubeconfig has no cluster with a server";
+      return std::nullopt;
+    }
+    if (!user) {
+      *error = "kubeconfig has no user";
+      return std::nullopt;
+    }
+    auto ca = pemOf(cluster, "certificate-authority");
+    auto cert = pemOf(user, "client-certificate");
+    auto key = pemOf(user, "client-key");
+    if (!ca || !cert || !key) {
+      *error = "kubeconfig lacks certificate-authority-data, client-certificate-data or "
+               "client-key-data";
+      return std::nullopt;
+    }
+    AdminCredentials creds;
+    creds.server = cluster["server"].as<std::string>();
+    creds.caFile = dir + "/ca.crt";
+    creds.certFile = dir + "/admin.crt";
+    creds.keyFile = dir + "/admin.key";
+    if (!writeFile(creds.caFile, *ca) || !writeFile(creds.certFile, *cert) ||
+        !writeFile(creds.keyFile, *key)) {
+      *error = "cannot write credential files under " + dir;
+      return std::nullopt;
+    }
+    chmod(creds.keyFile.c_str(), 0600);
+    return creds;
+  } catch (const std::exception& e) {
+    *error = std::string("parse kubeconfig ") + kubeconfigPath + ": " + e.what();
+    return std::nullopt;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Minicluster
+
+std::string Minicluster::start(const std::string& name, std::chrono::milliseconds deadline) {
+  std::string bin = straitBinary();
+  if (bin.empty()) {
+    return "strait binary not found: set STRAIT_BIN or build /work/main/build/strait";
+  }
+  dir_ = std::make_unique<TempDir>("strait-minicluster");
+  kubeconfig_ = dir_->file("kubeconfig");
+  fs::create_directories(dir_->file("data"));
+  std::string error;
+  if (!process_.start({bin, "minicluster", "--name", name, "--listen", "127.0.0.1:0",
+                       "--kubeconfig-out", kubeconfig_, "--data-dir", dir_->file("data")},
+                      {}, dir_->file("server.out"), dir_->file("server.err"), &error)) {
+    return "start " + bin + ": " + error;
+  }
+  bool exited = false;
+  bool ready = waitFor(
+      [&] {
+        if (!process_.running()) {
+          exited = true;
+          return true;
+        }
+        return fs::exists(kubeconfig_);
+      },
+      deadline, 20ms);
+  if (exited || !ready) {
+    std::string log = process_.stderrText();
+    int code = process_.stop();
+    return std::string(exited ? "minicluster exited (code " + std::to_string(code) + ")"
+                              : "no kubeconfig within the deadline") +
+           " before writing " + kubeconfig_ + "\n--- server stderr ---\n" + log;
+  }
+  TempDir scratch("strait-creds");
+  auto creds = loadAdminCredentials(kubeconfig_, scratch.path(), &error);
+  if (!creds) {
+    std::string log = process_.stderrText();
+    process_.stop();
+    return "bad kubeconfig: " + error + "\n--- server stderr ---\n" + log;
+  }
+  server_ = creds->server;
+  return {};
+}
+
+void Minicluster::stop() { process_.stop(10s); }
+
+// ---------------------------------------------------------------------------------------
+// ClusterTest
+
+Minicluster* ClusterTest::cluster_ = nullptr;
+std::string ClusterTest::startError_;
+
+void ClusterTest::SetUpTestSuite() {
+  cluster_ = new Minicluster();
+  const auto* suite = ::testing::UnitTest::GetInstance()->current_test_suite();
+  std::string name = "e2e";
+  if (suite != nullptr) {
+    name = suite->name();
+    for (auto& c : name) {
+      c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(c) : '-';
+    }
+  }
+  startError_ = cluster_->start(name);
+}
+
+void ClusterTest::TearDownTestSuite() {
+  if (cluster_ != nullptr) {
+    cluster_->stop();
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  startError_.clear();
+}
+
+Minicluster& ClusterTest::cluster() { return *cluster_; }
+
+void ClusterTest::SetUp() {
+  ASSERT_NE(cluster_, nullptr);
+  ASSERT_TRUE(startError_.empty()) << startError_;
+  ASSERT_TRUE(cluster_->running()) << "minicluster died earlier:\n" << cluster_->serverLog();
+  testDir_ = std::make_unique<TempDir>("strait-test");
+  fs::create_directories(testDir_->file("cache"));
+  fs::create_directories(testDir_->file("home"));
+}
+
+void ClusterTest::TearDown() {
+  if (HasFailure() && cluster_ != nullptr) {
+    std::string log = cluster_->serverLog();
+    constexpr size_t kTail = 4000;
+    if (log.size() > kTail) {
+      log = "..." + log.substr(log.size() - kTail);
+    }
+    std::cerr << "--- minicluster stderr (tail) ---\n" << log << "\n";
+  }
+}
+
+Env ClusterTest::clientEnv() const {
+  return {{"KUBECONFIG", cluster_->kubeconfig()},
+          {"KUBECACHEDIR", testDir_->file("cache")},
+          {"HOME", testDir_->file("home")}};
+}
+
+CommandResult ClusterTest::kubectl(const std::vector<std::string>& args,
+                                   const std::string& stdinData,
+                                   std::chrono::milliseconds timeout) const {
+  std::vector<std::string> argv{"kubectl"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return runCommand(argv, clientEnv(), timeout, stdinData);
+}
+
+std::unique_ptr<BackgroundProcess> ClusterTest::kubectlBackground(
+    const std::vector<std::string>& args) {
+  std::vector<std::string> argv{"kubectl"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto proc = std::make_unique<BackgroundProcess>();
+  int n = backgroundCount_++;
+  std::string error;
+  if (!proc->start(argv, clientEnv(), testDir_->file("bg" + std::to_string(n) + ".out"),
+                   testDir_->file("bg" + std::to_string(n) + ".err"), &error)) {
+    ADD_FAILURE() << "start kubectl in background: " << error;
+  }
+  return proc;
+}
+
+}  // namespace strait::e2e

@@ -1,0 +1,45 @@
+// The official Python client (Debian's python3-kubernetes) against a minicluster process:
+// runs tests/e2e/python/client_smoke.py, which exits non-zero with a message on a failure.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "e2e/cluster_fixture.h"
+
+namespace strait::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string scriptPath(const std::string& name) {
+  fs::path here = fs::path(__FILE__).parent_path() / "python" / name;
+  if (fs::exists(here)) {
+    return here.string();
+  }
+  return "/work/main/tests/e2e/python/" + name;
+}
+
+// Debian's interpreter, which has python3-kubernetes, rather than a python3 from a
+// version manager that may come first in PATH.
+std::string python() {
+  if (access("/usr/bin/python3", X_OK) == 0) {
+    return "/usr/bin/python3";
+  }
+  return "python3";
+}
+
+class PythonClientTest : public ClusterTest {};
+
+TEST_F(PythonClientTest, ClientSmoke) {
+  std::string script = scriptPath("client_smoke.py");
+  ASSERT_TRUE(fs::exists(script)) << script;
+  CommandResult r = runCommand({python(), script, cluster().kubeconfig()}, clientEnv(), 90s);
+  EXPECT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_THAT(r.out, ::testing::HasSubstr("client_smoke: OK")) << r.describe();
+}
+
+}  // namespace
+}  // namespace strait::e2e
