@@ -23,11 +23,8 @@
 #include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
-#include <cctype>
-#include <map>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
@@ -35,7 +32,9 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http.hpp>
+#include <cctype>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -155,8 +154,8 @@ std::optional<std::vector<std::pair<std::string, std::string>>> parseQuery(std::
     if (part.empty()) continue;
     size_t eq = part.find('=');
     auto key = percentDecode(part.substr(0, eq), true);
-    auto value = percentDecode(eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1),
-                               true);
+    auto value = percentDecode(
+        eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1), true);
     if (!key || !value) return std::nullopt;
     out.emplace_back(std::move(*key), std::move(*value));
   }
@@ -259,6 +258,8 @@ class Connection final : public Responder {
   int status_ = 0;
 };
 
+// The server. Used from several threads: start()/stop() from the owner (serialized by
+// lifecycleMu_), onAccept() on the acceptor thread, serveConnection() on connection threads.
 class HttpServerImpl final : public HttpServer {
  public:
   HttpServerImpl(HttpServerOptions opts, Handler& handler)
@@ -403,8 +404,7 @@ bool Connection::serve(http::request<http::string_body>&& msg, Clock::time_point
   size_t qmark = target.find('?');
   auto path = percentDecode(target.substr(0, qmark), false);
   auto query = qmark == std::string_view::npos
-                   ? std::optional<std::vector<std::pair<std::string, std::string>>>(
-                         std::in_place)
+                   ? std::optional<std::vector<std::pair<std::string, std::string>>>(std::in_place)
                    : parseQuery(target.substr(qmark + 1));
   if (!path || !query || path->empty() || (*path)[0] != '/') {
     rejectAndClose(400, "BadRequest", "malformed request target");
@@ -545,7 +545,8 @@ bool Connection::clientGone() {
 kube::Status HttpServerImpl::setUpTls() {
   const TlsConfig& cfg = opts_.tls;
   if (cfg.certPem.empty() || cfg.keyPem.empty()) {
-    return kube::makeError(kube::Code::Invalid, "http server: tls.certPem and tls.keyPem are required");
+    return kube::makeError(kube::Code::Invalid,
+                           "http server: tls.certPem and tls.keyPem are required");
   }
   if (cfg.requireClientCert && cfg.clientCaPem.empty()) {
     return kube::makeError(kube::Code::Invalid,
@@ -561,15 +562,15 @@ kube::Status HttpServerImpl::setUpTls() {
   ERR_clear_error();
   error_code ec;
   tls_->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                        ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
-                        ssl::context::no_tlsv1_1 | ssl::context::single_dh_use,
+                        ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
+                        ssl::context::single_dh_use,
                     ec);
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
   tls_->use_certificate_chain(net::buffer(cfg.certPem), ec);
   if (ec) {
-    return kube::makeError(kube::Code::Invalid, "http server: invalid tls.certPem: " + ec.message() +
-                                                    " " + opensslErrors());
+    return kube::makeError(kube::Code::Invalid, "http server: invalid tls.certPem: " +
+                                                    ec.message() + " " + opensslErrors());
   }
   tls_->use_private_key(net::buffer(cfg.keyPem), ssl::context::pem, ec);
   if (ec || SSL_CTX_check_private_key(ctx) != 1) {
@@ -612,8 +613,8 @@ kube::Status HttpServerImpl::start() {
   std::string host = opts_.listenHost == "localhost" ? "127.0.0.1" : opts_.listenHost;
   net::ip::address addr = net::ip::make_address(host, ec);
   if (ec) {
-    return kube::makeError(kube::Code::Invalid,
-                           "http server: listenHost \"" + opts_.listenHost + "\" is not an IP address");
+    return kube::makeError(kube::Code::Invalid, "http server: listenHost \"" + opts_.listenHost +
+                                                    "\" is not an IP address");
   }
   tcp::endpoint endpoint(addr, opts_.listenPort);
   auto acceptor = std::make_unique<tcp::acceptor>(ioc_);
@@ -623,9 +624,11 @@ kube::Status HttpServerImpl::start() {
                                std::to_string(opts_.listenPort) + ": " + ec.message());
   };
   if (acceptor->open(endpoint.protocol(), ec); ec) return fail("opening");
-  if (acceptor->set_option(net::socket_base::reuse_address(true), ec); ec) return fail("configuring");
+  if (acceptor->set_option(net::socket_base::reuse_address(true), ec); ec)
+    return fail("configuring");
   if (acceptor->bind(endpoint, ec); ec) return fail("binding");
-  if (acceptor->listen(net::socket_base::max_listen_connections, ec); ec) return fail("listening on");
+  if (acceptor->listen(net::socket_base::max_listen_connections, ec); ec)
+    return fail("listening on");
   port_ = acceptor->local_endpoint(ec).port();
   if (ec) return fail("reading address of");
   acceptor_ = std::move(acceptor);
@@ -682,7 +685,7 @@ void HttpServerImpl::serveConnection(uint64_t id, tcp::socket socket) {
     std::string remote;
     if (!ec) {
       remote = peer.address().is_v6() ? "[" + peer.address().to_string() + "]"
-                                       : peer.address().to_string();
+                                      : peer.address().to_string();
       remote += ":" + std::to_string(peer.port());
     }
     TlsStream stream(std::move(socket), *tls_);

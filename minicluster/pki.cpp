@@ -106,7 +106,8 @@ Result<std::string> certToPem(X509* cert) {
 
 Result<std::string> keyToPem(EVP_PKEY* key) {
   BioPtr bio(BIO_new(BIO_s_secmem()));
-  if (!bio || PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr) != 1) {
+  if (!bio ||
+      PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr) != 1) {
     return sslError("writing private key");
   }
   return bioToString(bio.get());
@@ -296,10 +297,11 @@ Result<KeyPair> makeCa(const std::string& commonName, int days) {
   if (!cert.ok()) return cert.error();
   X509* c = cert->get();
   if (X509_set_issuer_name(c, name.get()) != 1) return sslError("setting issuer");
-  for (auto [nid, value] : {std::pair{NID_basic_constraints, "critical,CA:TRUE"},
-                            std::pair{NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature"},
-                            std::pair{NID_subject_key_identifier, "hash"},
-                            std::pair{NID_authority_key_identifier, "keyid:always"}}) {
+  for (auto [nid, value] :
+       {std::pair{NID_basic_constraints, "critical,CA:TRUE"},
+        std::pair{NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature"},
+        std::pair{NID_subject_key_identifier, "hash"},
+        std::pair{NID_authority_key_identifier, "keyid:always"}}) {
     if (Status s = addExt(c, c, nid, value); !s.ok()) return s.error();
   }
   if (Status s = sign(c, key->get()); !s.ok()) return s.error();

@@ -259,7 +259,8 @@ TEST_F(HttpServerTest, GetDecodesPathQueryHeadersAndIdentity) {
     out.respond({200, {{"Content-Type", "application/json"}}, j.dump()});
   };
   startServer();
-  auto r = runCommand(curl() + " -H 'X-Test: Yes' -H 'X-Test: Again' -w '\\n%{http_code} %{http_version}' " +
+  auto r = runCommand(curl() +
+                      " -H 'X-Test: Yes' -H 'X-Test: Again' -w '\\n%{http_code} %{http_version}' " +
                       url("/api/v1/namespaces/my%20ns/pods?labelSelector=app%3Dweb%2Ctier+in"
                           "&command=a&command=b+c&empty=&flag"));
   ASSERT_EQ(r.exitCode, 0) << r.output;
@@ -417,8 +418,8 @@ TEST_F(HttpServerTest, BodyOverLimitGets413Status) {
   handler_.fn = [](const HttpRequest&, Responder& out) { out.respond({200, {}, "accepted"}); };
   startServer(/*maxBody=*/1024);
   writeFile(dir_ / "big.json", std::string(200 * 1024, 'x'));
-  std::string post = curl() + " -w '\\n%{http_code}' -X POST --data-binary @" +
-                     (dir_ / "big.json").string() + " ";
+  std::string post =
+      curl() + " -w '\\n%{http_code}' -X POST --data-binary @" + (dir_ / "big.json").string() + " ";
   // Content-Length over the limit, with and without `Expect: 100-continue`.
   expectTooLarge(runCommand(post + url("/api/v1/configmaps")));
   expectTooLarge(runCommand(post + "-H 'Expect:' " + url("/api/v1/configmaps")));

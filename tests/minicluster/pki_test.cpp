@@ -78,9 +78,9 @@ std::vector<std::string> sans(X509* cert) {
   for (int i = 0; names && i < sk_GENERAL_NAME_num(names.get()); ++i) {
     GENERAL_NAME* gn = sk_GENERAL_NAME_value(names.get(), i);
     if (gn->type == GEN_DNS) {
-      out.push_back("DNS:" + std::string(reinterpret_cast<const char*>(
-                                             ASN1_STRING_get0_data(gn->d.dNSName)),
-                                         ASN1_STRING_length(gn->d.dNSName)));
+      out.push_back("DNS:" +
+                    std::string(reinterpret_cast<const char*>(ASN1_STRING_get0_data(gn->d.dNSName)),
+                                ASN1_STRING_length(gn->d.dNSName)));
     } else if (gn->type == GEN_IPADD) {
       out.push_back("IP" + std::to_string(ASN1_STRING_length(gn->d.iPAddress)));
     }
@@ -121,9 +121,8 @@ TEST(PkiTest, ServerAndClientCertsVerify) {
   EXPECT_NE(verify(ca->certPem, server->certPem, X509_PURPOSE_SSL_CLIENT), X509_V_OK);
 
   X509Ptr s = parseCert(server->certPem);
-  EXPECT_EQ(sans(s.get()), (std::vector<std::string>{"DNS:localhost",
-                                                      "DNS:kubernetes.default.svc", "IP4",
-                                                      "IP16"}));
+  EXPECT_EQ(sans(s.get()), (std::vector<std::string>{"DNS:localhost", "DNS:kubernetes.default.svc",
+                                                     "IP4", "IP16"}));
   EXPECT_EQ(X509_check_ip_asc(s.get(), "127.0.0.1", 0), 1);
   EXPECT_EQ(X509_check_ip_asc(s.get(), "::1", 0), 1);
   EXPECT_EQ(X509_check_host(s.get(), "localhost", 0, 0, nullptr), 1);
@@ -146,8 +145,7 @@ TEST(PkiTest, ServerAndClientCertsVerify) {
   auto client2 = issueCert(*ca, "alice", {}, {}, {}, false);
   ASSERT_TRUE(client2.ok());
   X509Ptr c2 = parseCert(client2->certPem);
-  EXPECT_NE(ASN1_INTEGER_cmp(X509_get0_serialNumber(c.get()), X509_get0_serialNumber(c2.get())),
-            0);
+  EXPECT_NE(ASN1_INTEGER_cmp(X509_get0_serialNumber(c.get()), X509_get0_serialNumber(c2.get())), 0);
 }
 
 TEST(PkiTest, CertFromOtherCaDoesNotVerify) {
@@ -235,8 +233,10 @@ TEST(PkiTest, SignCsrKeepsSubjectAndCopiesServerSans) {
 TEST(PkiTest, SignCsrRejectsGarbageAndBadSignature) {
   auto ca = makeCa("strait-ca");
   ASSERT_TRUE(ca.ok());
-  auto garbage = signCsr(*ca, "-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n"
-                               "-----END CERTIFICATE REQUEST-----\n", false);
+  auto garbage = signCsr(*ca,
+                         "-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n"
+                         "-----END CERTIFICATE REQUEST-----\n",
+                         false);
   ASSERT_FALSE(garbage.ok());
   EXPECT_EQ(garbage.error().code, kube::Code::Invalid);
   EXPECT_FALSE(signCsr(*ca, "", false).ok());
@@ -288,9 +288,8 @@ TEST(PkiTest, KubeconfigRoundTripsWithMode0600) {
   std::filesystem::path dir(dirTmpl);
   std::string path = (dir / "kubeconfig").string();
 
-  ASSERT_TRUE(writeKubeconfig(path, "east", "https://127.0.0.1:6443", ca->certPem, "admin",
-                              *client)
-                  .ok());
+  ASSERT_TRUE(
+      writeKubeconfig(path, "east", "https://127.0.0.1:6443", ca->certPem, "admin", *client).ok());
   // Overwriting an existing file works too (rename over it).
   auto st = writeKubeconfig(path, "east", "https://127.0.0.1:6443", ca->certPem, "admin", *client);
   ASSERT_TRUE(st.ok()) << st.error().message;
@@ -306,9 +305,9 @@ TEST(PkiTest, KubeconfigRoundTripsWithMode0600) {
   ASSERT_EQ(cfg["clusters"].size(), 1u);
   EXPECT_EQ(cfg["clusters"][0]["name"].as<std::string>(), "east");
   EXPECT_EQ(cfg["clusters"][0]["cluster"]["server"].as<std::string>(), "https://127.0.0.1:6443");
-  EXPECT_EQ(base64Decode(
-                cfg["clusters"][0]["cluster"]["certificate-authority-data"].as<std::string>()),
-            ca->certPem);
+  EXPECT_EQ(
+      base64Decode(cfg["clusters"][0]["cluster"]["certificate-authority-data"].as<std::string>()),
+      ca->certPem);
   ASSERT_EQ(cfg["users"].size(), 1u);
   EXPECT_EQ(cfg["users"][0]["name"].as<std::string>(), "admin");
   EXPECT_EQ(base64Decode(cfg["users"][0]["user"]["client-certificate-data"].as<std::string>()),
@@ -326,8 +325,8 @@ TEST(PkiTest, KubeconfigRoundTripsWithMode0600) {
   EXPECT_EQ(entries, 1);
 
   // A directory that does not exist gives an error, not a crash.
-  EXPECT_FALSE(writeKubeconfig((dir / "missing" / "kc").string(), "east", "https://x",
-                               ca->certPem, "admin", *client)
+  EXPECT_FALSE(writeKubeconfig((dir / "missing" / "kc").string(), "east", "https://x", ca->certPem,
+                               "admin", *client)
                    .ok());
   std::filesystem::remove_all(dir);
 }
