@@ -136,12 +136,13 @@ TEST_F(BadInputTest, DeeplyNestedJsonIsRejectedWithoutCrashing) {
   constexpr int kDepth = 200000;
   deep += std::string(kDepth, '[') + std::string(kDepth, ']') + "}";
   HttpResponse resp = request("POST", kConfigMaps, deep);
+  expectAlive();
   EXPECT_GE(resp.code, 400) << resp.describe();
   EXPECT_LT(resp.code, 500) << resp.describe();
   json status = json::parse(resp.body, nullptr, false);
+  ASSERT_TRUE(status.is_object()) << resp.describe();
   EXPECT_EQ(status.value("kind", ""), "Status") << resp.describe();
   EXPECT_EQ(status.value("code", 0), resp.code) << resp.describe();
-  expectAlive();
 }
 
 TEST_F(BadInputTest, YamlBodyIsAcceptedAndMalformedYamlIsBadRequest) {
@@ -222,6 +223,7 @@ TEST_F(BadInputTest, RequestWithoutClientCertificateIsRefused) {
   if (resp.code != 0) {
     EXPECT_TRUE(resp.code == 401 || resp.code == 403) << resp.describe();
     json status = json::parse(resp.body, nullptr, false);
+    ASSERT_TRUE(status.is_object()) << resp.describe();
     EXPECT_EQ(status.value("kind", ""), "Status") << resp.describe();
     EXPECT_EQ(status.value("code", 0), resp.code) << resp.describe();
   } else {

@@ -462,18 +462,26 @@ void Minicluster::stop() { process_.stop(10s); }
 
 Minicluster* ClusterTest::cluster_ = nullptr;
 std::string ClusterTest::startError_;
+std::string ClusterTest::suiteName_;
+
+void ClusterTest::startCluster() {
+  delete cluster_;
+  cluster_ = new Minicluster();
+  startError_ = cluster_->start(suiteName_);
+}
 
 void ClusterTest::SetUpTestSuite() {
-  cluster_ = new Minicluster();
   const auto* suite = ::testing::UnitTest::GetInstance()->current_test_suite();
-  std::string name = "e2e";
+  suiteName_ = "e2e";
   if (suite != nullptr) {
-    name = suite->name();
-    for (auto& c : name) {
-      c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(c) : '-';
+    suiteName_ = suite->name();
+    for (auto& c : suiteName_) {
+      c = std::isalnum(static_cast<unsigned char>(c))
+              ? static_cast<char>(std::tolower(static_cast<unsigned char>(c)))
+              : '-';
     }
   }
-  startError_ = cluster_->start(name);
+  startCluster();
 }
 
 void ClusterTest::TearDownTestSuite() {
@@ -489,8 +497,12 @@ Minicluster& ClusterTest::cluster() { return *cluster_; }
 
 void ClusterTest::SetUp() {
   ASSERT_NE(cluster_, nullptr);
+  if (startError_.empty() && !cluster_->running()) {
+    std::cerr << "--- minicluster died during an earlier test (exit " << cluster_->exitCode()
+              << "); starting a new one ---\n";
+    startCluster();
+  }
   ASSERT_TRUE(startError_.empty()) << startError_;
-  ASSERT_TRUE(cluster_->running()) << "minicluster died earlier:\n" << cluster_->serverLog();
   testDir_ = std::make_unique<TempDir>("strait-test");
   fs::create_directories(testDir_->file("cache"));
   fs::create_directories(testDir_->file("home"));
@@ -503,7 +515,11 @@ void ClusterTest::TearDown() {
     if (log.size() > kTail) {
       log = "..." + log.substr(log.size() - kTail);
     }
-    std::cerr << "--- minicluster stderr (tail) ---\n" << log << "\n";
+    std::cerr << "--- minicluster log (tail) ---\n" << log << "\n";
+    if (!cluster_->running()) {
+      std::cerr << "--- minicluster exited with " << cluster_->exitCode()
+                << " (128+N = signal N) ---\n";
+    }
   }
 }
 

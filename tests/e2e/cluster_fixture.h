@@ -76,6 +76,8 @@ class BackgroundProcess {
   // as in CommandResult. Idempotent.
   int stop(std::chrono::milliseconds grace = 5s);
   pid_t pid() const { return pid_; }
+  // Exit code once running() returned false or stop() ran; -1 before.
+  int exitCode() const { return exitCode_; }
   // Current contents of the output files.
   std::string stdoutText() const;
   std::string stderrText() const;
@@ -128,10 +130,13 @@ class Minicluster {
   // SIGTERM, then SIGKILL after a grace period. Idempotent.
   void stop();
   bool running() { return process_.running(); }
+  // Exit code (128+signal) after the process ended; -1 while running.
+  int exitCode() const { return process_.exitCode(); }
 
   const std::string& kubeconfig() const { return kubeconfig_; }
   const std::string& server() const { return server_; }
-  std::string serverLog() const { return process_.stderrText(); }
+  // What the server wrote so far (stdout, then stderr).
+  std::string serverLog() const { return process_.stdoutText() + process_.stderrText(); }
   const std::string& workDir() const { return dir_->path(); }
 
  private:
@@ -141,9 +146,11 @@ class Minicluster {
   std::string server_;
 };
 
-// Base fixture: one minicluster shared by all tests of a suite (started lazily in
+// Base fixture: one minicluster shared by all tests of a suite (started in
 // SetUpTestSuite, stopped in TearDownTestSuite); a fresh KUBECACHEDIR per test.
-// A test whose suite could not start the server fails with the server's log.
+// A test whose suite could not start the server fails with the server's log. If the
+// server died during an earlier test (which then failed), the next test starts a new one,
+// so that one crash does not hide the results of the other tests.
 class ClusterTest : public ::testing::Test {
  public:
   static void SetUpTestSuite();
@@ -166,7 +173,10 @@ class ClusterTest : public ::testing::Test {
 
  private:
   std::unique_ptr<TempDir> testDir_;
+  // Starts a new minicluster into cluster_/startError_.
+  static void startCluster();
   static Minicluster* cluster_;
+  static std::string suiteName_;
   static std::string startError_;
   int backgroundCount_ = 0;
 };

@@ -16,6 +16,7 @@
 namespace strait::e2e {
 namespace {
 
+using ::testing::_;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
@@ -76,8 +77,21 @@ class KubectlTest : public ClusterTest {
     }
     return s;
   }
+  // Setup helpers create objects with `kubectl create -f` (JSON through the dynamic
+  // client); TypedCreateCommands covers `kubectl create namespace|configmap|...`.
   void createNamespace(const std::string& ns) {
-    ASSERT_EQ(mustKubectl({"create", "namespace", ns}).exitCode, 0);
+    ASSERT_EQ(mustKubectl({"create", "-f", "-"},
+                          R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + ns +
+                              R"("}})")
+                  .exitCode,
+              0);
+  }
+  void createConfigMap(const std::string& ns, const std::string& name) {
+    ASSERT_EQ(mustKubectl({"create", "-f", "-"},
+                          R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
+                              R"(","namespace":")" + ns + R"("},"data":{"k":"v"}})")
+                  .exitCode,
+              0);
   }
   void createPod(const std::string& ns, const std::string& name,
                  const std::string& labels = "{}") {
@@ -261,7 +275,7 @@ TEST_F(KubectlTest, DeleteReturnsOnceTheObjectIsGone) {
   EXPECT_THAT(r.err, HasSubstr(R"(Error from server (NotFound): pods "doomed-pod" not found)"))
       << r.describe();
 
-  mustKubectl({"create", "configmap", "doomed-cm", "--from-literal=k=v"});
+  createConfigMap("default", "doomed-cm");
   r = mustKubectl({"delete", "configmap", "doomed-cm"});
   EXPECT_THAT(r.out, HasSubstr("configmap \"doomed-cm\" deleted")) << r.describe();
   r = kubectl({"get", "configmap", "doomed-cm"});
@@ -273,7 +287,7 @@ TEST_F(KubectlTest, DeleteReturnsOnceTheObjectIsGone) {
 
 TEST_F(KubectlTest, WatchPrintsChangesMadeByAnotherClient) {
   createNamespace("watched");
-  mustKubectl({"create", "configmap", "before-watch", "-n", "watched", "--from-literal=k=v"});
+  createConfigMap("watched", "before-watch");
   auto watcher = kubectlBackground({"get", "configmaps", "-n", "watched", "-w"});
   // The initial list shows the existing object: the watch is established after it.
   bool listed = waitFor(
@@ -282,7 +296,7 @@ TEST_F(KubectlTest, WatchPrintsChangesMadeByAnotherClient) {
                       << watcher->stdoutText() << "\nstderr:\n"
                       << watcher->stderrText();
 
-  mustKubectl({"create", "configmap", "made-elsewhere", "-n", "watched", "--from-literal=k=v"});
+  createConfigMap("watched", "made-elsewhere");
   bool seen = waitFor(
       [&] { return watcher->stdoutText().find("made-elsewhere") != std::string::npos; }, 30s);
   EXPECT_TRUE(seen) << "watch did not print the new configmap\nstdout:\n"
@@ -386,9 +400,10 @@ spec:
   r = mustKubectl({"get", "widgets"});
   auto lines = splitLines(r.out);
   ASSERT_FALSE(lines.empty()) << r.describe();
-  EXPECT_THAT(fields(lines[0]), ElementsAre("NAME", "COLOR", "AGE")) << r.describe();
+  // With additionalPrinterColumns the table has exactly those after NAME (no implicit AGE).
+  EXPECT_THAT(fields(lines[0]), ElementsAre("NAME", "COLOR")) << r.describe();
   auto row = rowWhere(r.out, 0, "w1");
-  ASSERT_EQ(row.size(), 3u) << r.describe();
+  ASSERT_EQ(row.size(), 2u) << r.describe();
   EXPECT_EQ(row[1], "blue");
 
   r = mustKubectl({"get", "widgets", "-o", "json"});
@@ -468,11 +483,13 @@ TEST_F(KubectlTest, NamespaceLifecycle) {
   ASSERT_EQ(row.size(), 3u) << r.describe();
   EXPECT_EQ(row[1], "Active");
 
-  mustKubectl({"create", "ns", "short-lived"});
-  mustKubectl({"create", "configmap", "inside", "-n", "short-lived", "--from-literal=k=v"});
+  // `kubectl create ns` itself is covered by TypedCreateCommands.
+  createNamespace("short-lived");
+  createConfigMap("short-lived", "inside");
   createPod("short-lived", "inside-pod");
   r = mustKubectl({"get", "ns", "short-lived"});
-  EXPECT_EQ(rowWhere(r.out, 0, "short-lived").at(1), "Active") << r.describe();
+  EXPECT_THAT(rowWhere(r.out, 0, "short-lived"), ElementsAre("short-lived", "Active", _))
+      << r.describe();
 
   // kubectl delete waits until the namespace is gone (termination finished).
   r = mustKubectl({"delete", "ns", "short-lived"});
@@ -488,6 +505,22 @@ TEST_F(KubectlTest, NamespaceLifecycle) {
   r = mustKubectl({"get", "pods", "-A", "-o", "name", "--field-selector",
                    "metadata.namespace=short-lived"});
   EXPECT_TRUE(splitLines(r.out).empty()) << "pods of a deleted namespace remain\n" << r.describe();
+}
+
+// kubectl's typed create commands send the body as application/vnd.kubernetes.protobuf.
+TEST_F(KubectlTest, TypedCreateCommands) {
+  mustKubectl({"create", "namespace", "typed"});
+  mustKubectl({"create", "configmap", "typed-cm", "-n", "typed", "--from-literal=k=v"});
+  mustKubectl({"create", "secret", "generic", "typed-secret", "-n", "typed",
+               "--from-literal=password=hunter2"});
+  mustKubectl({"create", "deployment", "typed-deploy", "-n", "typed", "--image=nginx:1.25"});
+  CommandResult r = mustKubectl({"get", "configmap", "typed-cm", "-n", "typed", "-o", "json"});
+  EXPECT_EQ(parseJson(r.out)["data"], json({{"k", "v"}})) << r.describe();
+  r = mustKubectl({"get", "secret", "typed-secret", "-n", "typed", "-o", "json"});
+  EXPECT_EQ(parseJson(r.out)["data"]["password"], "aHVudGVyMg==") << r.describe();
+  r = mustKubectl({"get", "deployment", "typed-deploy", "-n", "typed", "-o", "json"});
+  EXPECT_EQ(parseJson(r.out)["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1.25")
+      << r.describe();
 }
 
 TEST_F(KubectlTest, ApiResourcesListsBuiltinKinds) {
