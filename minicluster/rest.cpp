@@ -404,6 +404,14 @@ Result<ObjectPtr> Rest::update(const ResourceInfo& info, const std::string& ns,
                                std::vector<std::string>* warnings) {
   if (auto s = checkTypeMeta(info, obj, "the request body"); !s) return s.error();
   if (auto s = fieldValidation(info, obj, opts.fieldValidation, warnings); !s) return s.error();
+  if (obj.contains("metadata") && obj["metadata"].is_object()) {
+    std::string bodyName = obj["metadata"].value("name", "");
+    if (!bodyName.empty() && bodyName != name) {
+      return makeError(Code::BadRequest, "the name of the object (" + bodyName +
+                                             ") does not match the name on the URL (" + name +
+                                             ")");
+    }
+  }
   bool allowCreate = opts.subresource.empty() && allowsCreateOnUpdate(info);
   return write(info, ns, name, opts.subresource, opts.dryRun,
                [&](const json*) -> Result<json> { return obj; }, allowCreate);
