@@ -695,7 +695,7 @@ void ApiHandler::handleWatch(const HttpRequest& req, Responder& out, const Resou
 
   const auto deadline = Clock::now() + std::chrono::seconds(timeout);
   auto nextBookmark = Clock::now() + std::chrono::seconds(5);
-  while (!stopping_) {
+  while (!stopping_ && !out.clientGone()) {
     auto now = Clock::now();
     if (timeout > 0 && now >= deadline) break;
     auto wait = std::min<Clock::duration>(std::chrono::milliseconds(500),
