@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cerrno>
@@ -381,6 +382,7 @@ uint64_t WalWriter::append(std::string_view bytes) {
   std::lock_guard lk(mu_);
   pending_.append(bytes);
   appended_ += bytes.size();
+  ++pendingRecords_;
   uint64_t ticket = appended_;
   if (!flushing_) work_.notify_one();
   return ticket;
@@ -407,6 +409,11 @@ bool WalWriter::failed() {
   return !failure_.empty();
 }
 
+WalWriter::Stats WalWriter::stats() {
+  std::lock_guard lk(mu_);
+  return stats_;
+}
+
 void WalWriter::flushLoop() {
   std::string batch;
   std::unique_lock lk(mu_);
@@ -415,23 +422,39 @@ void WalWriter::flushLoop() {
     if (pending_.empty() && stopping_) return;
     if (!failure_.empty()) {
       pending_.clear();
+      pendingRecords_ = 0;
       continue;
+    }
+    if (lastBatchRecords_ > 1 && pendingRecords_ < lastBatchRecords_ && !stopping_) {
+      // Group forming: give the writers released by the last fsync a moment to come back.
+      auto window = std::min<std::chrono::microseconds>(lastSyncTime_ / 4,
+                                                        std::chrono::microseconds(1000));
+      work_.wait_for(lk, window,
+                     [&] { return pendingRecords_ >= lastBatchRecords_ || stopping_; });
     }
     batch.clear();
     batch.swap(pending_);
     uint64_t target = appended_;
+    lastBatchRecords_ = pendingRecords_;
+    pendingRecords_ = 0;
     flushing_ = true;
     lk.unlock();
+    auto syncStart = std::chrono::steady_clock::now();
     std::string err;
     if (!writeAll(fd_, batch.data(), batch.size())) {
       err = std::string("write: ") + std::strerror(errno);
     } else if (::fdatasync(fd_) != 0) {
       err = std::string("fdatasync: ") + std::strerror(errno);
     }
+    auto syncTime = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - syncStart);
     lk.lock();
+    lastSyncTime_ = syncTime;
     flushing_ = false;
     if (err.empty()) {
       durable_ = target;
+      stats_.records += lastBatchRecords_;
+      ++stats_.syncs;
     } else {
       spdlog::error("wal write failed error=\"{}\"", err);
       failure_ = err;
