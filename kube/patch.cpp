@@ -431,8 +431,8 @@ std::map<json, size_t> firstPositions(const json& list, const std::string& merge
 // and the two sequences are interleaved so that a server-only item precedes a patch item
 // only when both occur in `serverOrder` and the server-only one came first there. This is
 // upstream's "best effort" ordering (mergeSortedSlice).
-json orderMerged(std::vector<json> patchItems, std::vector<json> serverOnly,
-                 const json& patchOrder, const json& serverOrder, const std::string& mergeKey) {
+json orderMerged(std::vector<json> patchItems, std::vector<json> serverOnly, const json& patchOrder,
+                 const json& serverOrder, const std::string& mergeKey) {
   constexpr size_t kAbsent = static_cast<size_t>(-1);
   auto patchPos = firstPositions(patchOrder, mergeKey);
   auto serverPos = firstPositions(serverOrder, mergeKey);
@@ -496,8 +496,8 @@ class StrategicMerger {
  private:
   Result<std::optional<json>> freshValue(const json& patch, const PatchSchema* schema,
                                          const std::string& path);
-  Status mergeList(json& original, const json& patch, const PatchSchema* schema,
-                   bool deleteList, const std::string& path);
+  Status mergeList(json& original, const json& patch, const PatchSchema* schema, bool deleteList,
+                   const std::string& path);
   Status applyRetainKeys(json& original, const json& patch, const std::string& path);
   Status applySetElementOrder(json& original, const json& patch, const std::string& field,
                               const json& order, const PatchSchema* schema,
@@ -574,8 +574,7 @@ Status StrategicMerger::applyRetainKeys(json& original, const json& patch,
   return Status::OK();
 }
 
-Result<Kind> StrategicMerger::elementKind(const json& a, const json& b,
-                                          const std::string& path) {
+Result<Kind> StrategicMerger::elementKind(const json& a, const json& b, const std::string& path) {
   std::optional<Kind> kind;
   for (const json* list : {&a, &b}) {
     for (const auto& item : *list) {
@@ -714,8 +713,7 @@ Status StrategicMerger::mergeList(json& original, const json& patch, const Patch
 
 Status StrategicMerger::applySetElementOrder(json& original, const json& patch,
                                              const std::string& field, const json& order,
-                                             const PatchSchema* schema,
-                                             const std::string& path) {
+                                             const PatchSchema* schema, const std::string& path) {
   const std::string where = path + "." + field;
   if (!order.is_array()) {
     return badRequest("invalid patch format of setElementOrder list at " + where +
@@ -757,9 +755,8 @@ Status StrategicMerger::applySetElementOrder(json& original, const json& patch,
       while (o < order.size() && !found) {
         const json& named = order[o++];
         if (!mergeKey.empty() && (!named.is_object() || !named.contains(mergeKey))) {
-          return badRequest("$setElementOrder/" + field + " at " + path + " entry " +
-                            brief(named) + " does not contain merge key \"" + mergeKey +
-                            "\"");
+          return badRequest("$setElementOrder/" + field + " at " + path + " entry " + brief(named) +
+                            " does not contain merge key \"" + mergeKey + "\"");
         }
         found = itemKey(named, mergeKey) == key;
       }
@@ -950,8 +947,8 @@ Result<json> applyJsonPatch(const json& target, const json& ops) {
   }
   for (size_t i = 0; i < ops.size(); ++i) {
     if (!ops[i].is_object()) {
-      return badRequest("JSON patch operation " + std::to_string(i) + " is not an object: " +
-                        brief(ops[i]));
+      return badRequest("JSON patch operation " + std::to_string(i) +
+                        " is not an object: " + brief(ops[i]));
     }
   }
   if (auto s = checkDepths(target, "JSON patch target", ops, "JSON patch"); !s) {
@@ -979,14 +976,13 @@ Result<json> applyJsonPatch(const json& target, const json& ops) {
 Result<json> applyStrategicMergePatch(const json& original, const json& patch,
                                       const PatchSchema& schema) {
   if (!original.is_object()) {
-    return badRequest("strategic merge patch target must be a JSON object, got " +
-                      brief(original));
+    return badRequest("strategic merge patch target must be a JSON object, got " + brief(original));
   }
   if (!patch.is_object()) {
     return badRequest("strategic merge patch must be a JSON object, got " + brief(patch));
   }
-  if (auto s = checkDepths(original, "strategic merge patch target", patch,
-                           "strategic merge patch");
+  if (auto s =
+          checkDepths(original, "strategic merge patch target", patch, "strategic merge patch");
       !s) {
     return s.error();
   }

@@ -130,8 +130,9 @@ std::map<KindKey, Node> buildSchemas() {
   schemas[{"batch", "Job"}] = workload;
   schemas[{"batch", "CronJob"}] = object({
       {"metadata", objectMeta},
-      {"spec", object({{"jobTemplate", object({{"metadata", objectMeta},
-                                               {"spec", object({{"template", podTemplateSpec}})}})}})},
+      {"spec",
+       object({{"jobTemplate", object({{"metadata", objectMeta},
+                                       {"spec", object({{"template", podTemplateSpec}})}})}})},
   });
   schemas[{"", "Service"}] = object({
       {"metadata", objectMeta},

@@ -4,9 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
-
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "kube/patch.h"
 

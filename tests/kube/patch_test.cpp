@@ -171,12 +171,12 @@ INSTANTIATE_TEST_SUITE_P(
                       R"([{"op":"add","path":"","value":{"b":2}}])", R"({"b":2})"},
         JsonPatchCase{"ReplaceRoot", R"({"a":1})", R"([{"op":"replace","path":"","value":[1]}])",
                       "[1]"},
-        JsonPatchCase{"AddAtArrayEnd", R"({"a":[1]})",
-                      R"([{"op":"add","path":"/a/1","value":2}])", R"({"a":[1,2]})"},
+        JsonPatchCase{"AddAtArrayEnd", R"({"a":[1]})", R"([{"op":"add","path":"/a/1","value":2}])",
+                      R"({"a":[1,2]})"},
         JsonPatchCase{"AddReplacesExistingMember", R"({"a":1})",
                       R"([{"op":"add","path":"/a","value":2}])", R"({"a":2})"},
-        JsonPatchCase{"CopyValue", R"({"a":{"b":1}})",
-                      R"([{"op":"copy","from":"/a","path":"/c"}])", R"({"a":{"b":1},"c":{"b":1}})"},
+        JsonPatchCase{"CopyValue", R"({"a":{"b":1}})", R"([{"op":"copy","from":"/a","path":"/c"}])",
+                      R"({"a":{"b":1},"c":{"b":1}})"},
         JsonPatchCase{"MoveToSamePathIsNoop", R"({"a":1})",
                       R"([{"op":"move","from":"/a","path":"/a"}])", R"({"a":1})"},
         JsonPatchCase{"TestNumbersCompareByValue", R"({"a":1})",
@@ -186,17 +186,16 @@ INSTANTIATE_TEST_SUITE_P(
                       R"({"a":[1,{"b":null}]})"},
         JsonPatchCase{"DashNamesObjectMember", R"({"a":{}})",
                       R"([{"op":"add","path":"/a/-","value":1}])", R"({"a":{"-":1}})"},
-        JsonPatchCase{"EmptyKeyMember", R"({"":1})",
-                      R"([{"op":"replace","path":"/","value":2}])", R"({"":2})"},
+        JsonPatchCase{"EmptyKeyMember", R"({"":1})", R"([{"op":"replace","path":"/","value":2}])",
+                      R"({"":2})"},
         JsonPatchCase{"AddIndexOutOfBounds", R"({"a":[1]})",
                       R"([{"op":"add","path":"/a/2","value":2}])", nullptr},
         JsonPatchCase{"LeadingZeroIndex", R"({"a":[1,2]})",
                       R"([{"op":"replace","path":"/a/01","value":3}])", nullptr},
-        JsonPatchCase{"NegativeIndex", R"({"a":[1,2]})",
-                      R"([{"op":"remove","path":"/a/-1"}])", nullptr},
-        JsonPatchCase{"HugeIndex", R"({"a":[1,2]})",
-                      R"([{"op":"add","path":"/a/99999999999999999999999","value":1}])",
+        JsonPatchCase{"NegativeIndex", R"({"a":[1,2]})", R"([{"op":"remove","path":"/a/-1"}])",
                       nullptr},
+        JsonPatchCase{"HugeIndex", R"({"a":[1,2]})",
+                      R"([{"op":"add","path":"/a/99999999999999999999999","value":1}])", nullptr},
         JsonPatchCase{"RemoveDashFails", R"({"a":[1]})", R"([{"op":"remove","path":"/a/-"}])",
                       nullptr},
         JsonPatchCase{"RemoveMissingMember", R"({"a":1})", R"([{"op":"remove","path":"/b"}])",
@@ -208,12 +207,10 @@ INSTANTIATE_TEST_SUITE_P(
                       R"([{"op":"add","path":"/a/b","value":1}])", nullptr},
         JsonPatchCase{"MoveIntoOwnChild", R"({"a":{"b":{}}})",
                       R"([{"op":"move","from":"/a","path":"/a/b/c"}])", nullptr},
-        JsonPatchCase{"MoveFromMissing", R"({"a":1})",
-                      R"([{"op":"move","from":"/x","path":"/y"}])", nullptr},
-        JsonPatchCase{"CopyWithoutFrom", R"({"a":1})", R"([{"op":"copy","path":"/y"}])",
+        JsonPatchCase{"MoveFromMissing", R"({"a":1})", R"([{"op":"move","from":"/x","path":"/y"}])",
                       nullptr},
-        JsonPatchCase{"UnknownOp", R"({"a":1})", R"([{"op":"frobnicate","path":"/a"}])",
-                      nullptr},
+        JsonPatchCase{"CopyWithoutFrom", R"({"a":1})", R"([{"op":"copy","path":"/y"}])", nullptr},
+        JsonPatchCase{"UnknownOp", R"({"a":1})", R"([{"op":"frobnicate","path":"/a"}])", nullptr},
         JsonPatchCase{"MissingOp", R"({"a":1})", R"([{"path":"/a"}])", nullptr},
         JsonPatchCase{"NonStringOp", R"({"a":1})", R"([{"op":1,"path":"/a"}])", nullptr},
         JsonPatchCase{"MissingPath", R"({"a":1})", R"([{"op":"remove"}])", nullptr},
@@ -221,8 +218,7 @@ INSTANTIATE_TEST_SUITE_P(
         JsonPatchCase{"PointerWithoutSlash", R"({"a":1})",
                       R"([{"op":"replace","path":"a","value":2}])", nullptr},
         JsonPatchCase{"BadEscape", R"({"a":1})", R"([{"op":"remove","path":"/~2"}])", nullptr},
-        JsonPatchCase{"TrailingTilde", R"({"a":1})", R"([{"op":"remove","path":"/a~"}])",
-                      nullptr},
+        JsonPatchCase{"TrailingTilde", R"({"a":1})", R"([{"op":"remove","path":"/a~"}])", nullptr},
         JsonPatchCase{"TestMissingPath", R"({"a":1})",
                       R"([{"op":"test","path":"/b","value":null}])", nullptr}),
     [](const auto& info) { return std::string(info.param.name); });
@@ -294,9 +290,9 @@ TEST(JsonPatchTest, TooManyOperationsIsRequestEntityTooLarge) {
 // ---------------------------------------------------------------------------------------------
 // Strategic merge patch, generic semantics on a schema shaped like upstream's test struct.
 
-std::shared_ptr<const PatchSchema> node(bool mergeList, std::string key,
-                                       std::map<std::string, std::shared_ptr<const PatchSchema>>
-                                           fields = {}) {
+std::shared_ptr<const PatchSchema> node(
+    bool mergeList, std::string key,
+    std::map<std::string, std::shared_ptr<const PatchSchema>> fields = {}) {
   auto n = std::make_shared<PatchSchema>();
   n->mergeList = mergeList;
   n->mergeKey = std::move(key);
@@ -309,9 +305,10 @@ const PatchSchema& testSchema() {
     PatchSchema s;
     auto inner = node(true, "name",
                       {{"mergingIntList", node(true, "")}, {"nonMergingList", node(false, "")}});
-    s.fields["mergingList"] = node(true, "name", {{"mergingList", inner},
-                                                  {"mergingIntList", node(true, "")},
-                                                  {"nonMergingList", node(false, "")}});
+    s.fields["mergingList"] = node(true, "name",
+                                   {{"mergingList", inner},
+                                    {"mergingIntList", node(true, "")},
+                                    {"nonMergingList", node(false, "")}});
     s.fields["mergingIntList"] = node(true, "");
     s.fields["nonMergingList"] = node(false, "");
     s.fields["nonMergingIntList"] = node(false, "");
@@ -347,9 +344,9 @@ TEST(StrategicMergePatchTest, MergesListOfMapsByKey) {
 TEST(StrategicMergePatchTest, NewItemsWithoutOrderDirectiveGoFirst) {
   // Upstream's interleaving puts patch items not found in the live list before the
   // server-only ones when no $setElementOrder is given.
-  EXPECT_EQ(smp(R"({"mergingList":[{"name":"1"},{"name":"2"}]})",
-                R"({"mergingList":[{"name":"3"}]})"),
-            J(R"({"mergingList":[{"name":"3"},{"name":"1"},{"name":"2"}]})"));
+  EXPECT_EQ(
+      smp(R"({"mergingList":[{"name":"1"},{"name":"2"}]})", R"({"mergingList":[{"name":"3"}]})"),
+      J(R"({"mergingList":[{"name":"3"},{"name":"1"},{"name":"2"}]})"));
 }
 
 TEST(StrategicMergePatchTest, EmptyMergingListPatchKeepsItems) {
@@ -369,9 +366,9 @@ TEST(StrategicMergePatchTest, MergesPrimitiveListsAsSets) {
 }
 
 TEST(StrategicMergePatchTest, DeleteFromPrimitiveList) {
-  EXPECT_EQ(smp(R"({"mergingIntList":[1,2,3,2]})",
-                R"({"$deleteFromPrimitiveList/mergingIntList":[2]})"),
-            J(R"({"mergingIntList":[1,3]})"));
+  EXPECT_EQ(
+      smp(R"({"mergingIntList":[1,2,3,2]})", R"({"$deleteFromPrimitiveList/mergingIntList":[2]})"),
+      J(R"({"mergingIntList":[1,3]})"));
   // Works on non-merging lists too, and never adds the list or its items.
   EXPECT_EQ(smp(R"({"nonMergingIntList":[1,2]})",
                 R"({"$deleteFromPrimitiveList/nonMergingIntList":[1]})"),
@@ -429,8 +426,9 @@ TEST(StrategicMergePatchTest, ReplaceStrategyObjectIsReplaced) {
 }
 
 TEST(StrategicMergePatchTest, NullDeletesAndIsDroppedFromNewValues) {
-  EXPECT_EQ(smp(R"({"a":1,"b":{"c":1,"d":2}})", R"({"a":null,"b":{"c":null},"e":{"f":null,"g":1}})"),
-            J(R"({"b":{"d":2},"e":{"g":1}})"));
+  EXPECT_EQ(
+      smp(R"({"a":1,"b":{"c":1,"d":2}})", R"({"a":null,"b":{"c":null},"e":{"f":null,"g":1}})"),
+      J(R"({"b":{"d":2},"e":{"g":1}})"));
   EXPECT_EQ(smp(R"({})", R"({"missing":null})"), J("{}"));
 }
 
@@ -591,8 +589,8 @@ INSTANTIATE_TEST_SUITE_P(
                    R"({"mergingList":[{"name":1,"$patch":7}]})", Code::BadRequest},
         BadSmpCase{"ListOfLists", R"({"mergingIntList":[[1]]})", R"({"mergingIntList":[[2]]})",
                    Code::Invalid},
-        BadSmpCase{"MixedElementTypes", R"({"mergingIntList":[1]})",
-                   R"({"mergingIntList":["a"]})", Code::BadRequest},
+        BadSmpCase{"MixedElementTypes", R"({"mergingIntList":[1]})", R"({"mergingIntList":["a"]})",
+                   Code::BadRequest},
         BadSmpCase{"MapsInPrimitiveMergeList", R"({"mergingList":[1]})",
                    R"({"mergingList":[{"name":1}]})", Code::BadRequest},
         BadSmpCase{"SetElementOrderNotList", R"({})", R"({"$setElementOrder/mergingList":5})",
@@ -622,8 +620,7 @@ TEST(StrategicMergePatchTest, RejectsOverDeepDocuments) {
 // ---------------------------------------------------------------------------------------------
 // Strategic merge patch with the built-in kind schemas.
 
-Result<json> smpKind(const char* group, const char* kind, const json& original,
-                     const json& patch) {
+Result<json> smpKind(const char* group, const char* kind, const json& original, const json& patch) {
   const PatchSchema* schema = schemaForKind(group, kind);
   EXPECT_NE(schema, nullptr) << group << "/" << kind;
   if (schema == nullptr) {
@@ -633,13 +630,25 @@ Result<json> smpKind(const char* group, const char* kind, const json& original,
 }
 
 TEST(StrategicMergePatchKindsTest, KnownAndUnknownKinds) {
-  for (auto [group, kind] : std::vector<std::pair<const char*, const char*>>{
-           {"", "Pod"},           {"apps", "Deployment"},     {"apps", "ReplicaSet"},
-           {"apps", "StatefulSet"}, {"apps", "DaemonSet"},    {"batch", "Job"},
-           {"batch", "CronJob"},  {"", "Service"},            {"", "Node"},
-           {"", "Namespace"},     {"", "ConfigMap"},          {"", "Secret"},
-           {"", "ServiceAccount"}, {"", "Endpoints"},         {"discovery.k8s.io", "EndpointSlice"},
-           {"", "Event"},         {"events.k8s.io", "Event"}, {"coordination.k8s.io", "Lease"}}) {
+  for (auto [group, kind] :
+       std::vector<std::pair<const char*, const char*>>{{"", "Pod"},
+                                                        {"apps", "Deployment"},
+                                                        {"apps", "ReplicaSet"},
+                                                        {"apps", "StatefulSet"},
+                                                        {"apps", "DaemonSet"},
+                                                        {"batch", "Job"},
+                                                        {"batch", "CronJob"},
+                                                        {"", "Service"},
+                                                        {"", "Node"},
+                                                        {"", "Namespace"},
+                                                        {"", "ConfigMap"},
+                                                        {"", "Secret"},
+                                                        {"", "ServiceAccount"},
+                                                        {"", "Endpoints"},
+                                                        {"discovery.k8s.io", "EndpointSlice"},
+                                                        {"", "Event"},
+                                                        {"events.k8s.io", "Event"},
+                                                        {"coordination.k8s.io", "Lease"}}) {
     const PatchSchema* s = schemaForKind(group, kind);
     ASSERT_NE(s, nullptr) << group << "/" << kind;
     ASSERT_NE(s->field("metadata"), nullptr) << kind;
@@ -756,8 +765,7 @@ TEST(StrategicMergePatchKindsTest, MetadataFinalizersAndOwnerReferences) {
   std::vector<std::string> finalizers = (*r)["metadata"]["finalizers"];
   std::sort(finalizers.begin(), finalizers.end());
   EXPECT_EQ(finalizers, (std::vector<std::string>{"b", "c"}));
-  EXPECT_EQ((*r)["metadata"]["ownerReferences"],
-            J(R"([{"uid":"u2","kind":"ReplicaSet","name":"r"},
+  EXPECT_EQ((*r)["metadata"]["ownerReferences"], J(R"([{"uid":"u2","kind":"ReplicaSet","name":"r"},
                   {"uid":"u1","kind":"Deployment","name":"d","controller":true}])"));
   EXPECT_EQ((*r)["metadata"]["labels"], J(R"({"keep":"1"})"));
   EXPECT_EQ((*r)["data"], J(R"({"k":"v"})"));
@@ -787,7 +795,8 @@ TEST(StrategicMergePatchKindsTest, ServicePortsMergeByPort) {
 }
 
 TEST(StrategicMergePatchKindsTest, NodeStatusMergesTaintsReplace) {
-  json node = J(R"({"spec":{"taints":[{"key":"a","effect":"NoSchedule"}],"podCIDRs":["10.0.0.0/24"]},
+  json node =
+      J(R"({"spec":{"taints":[{"key":"a","effect":"NoSchedule"}],"podCIDRs":["10.0.0.0/24"]},
       "status":{"conditions":[{"type":"Ready","status":"False"},{"type":"DiskPressure","status":"False"}],
                 "addresses":[{"type":"InternalIP","address":"10.0.0.1"},
                              {"type":"Hostname","address":"n1"}]}})");
@@ -838,15 +847,16 @@ TEST(StrategicMergePatchKindsTest, ServiceAccountSecretsMergeByName) {
 
 TEST(StrategicMergePatchKindsTest, MalformedPodPatchesFailCleanly) {
   json pod = J(R"({"spec":{"containers":[{"name":"a","image":"x","env":[{"name":"E"}]}]}})");
-  for (const char* p : {
-           R"({"spec":{"containers":[{"image":"no-name"}]}})",
-           R"({"spec":{"containers":[1,2]}})",
-           R"({"spec":{"$setElementOrder/containers":[{"image":"x"}],"containers":[{"name":"a"}]}})",
-           R"({"spec":{"$setElementOrder/containers":{"name":"a"}}})",
-           R"({"spec":{"containers":[{"name":"a","env":[[1]]}]}})",
-           R"({"spec":{"containers":[{"name":"a","$patch":"merge"}]}})",
-           R"({"spec":{"$retainKeys":5}})",
-       }) {
+  for (
+      const char* p : {
+          R"({"spec":{"containers":[{"image":"no-name"}]}})",
+          R"({"spec":{"containers":[1,2]}})",
+          R"({"spec":{"$setElementOrder/containers":[{"image":"x"}],"containers":[{"name":"a"}]}})",
+          R"({"spec":{"$setElementOrder/containers":{"name":"a"}}})",
+          R"({"spec":{"containers":[{"name":"a","env":[[1]]}]}})",
+          R"({"spec":{"containers":[{"name":"a","$patch":"merge"}]}})",
+          R"({"spec":{"$retainKeys":5}})",
+      }) {
     auto r = smpKind("", "Pod", pod, J(p));
     EXPECT_FALSE(r.ok()) << p << " gave " << (r.ok() ? r->dump() : "");
   }
