@@ -50,7 +50,9 @@ long long integer(const json& j, long long dflt = 0) {
     return j.get<long long>();
   }
   if (j.is_number_float()) {
-    return static_cast<long long>(j.get<double>());
+    const double d = j.get<double>();
+    if (!(d > -9.2e18 && d < 9.2e18)) return dflt;  // out of range or NaN
+    return static_cast<long long>(d);
   }
   return dflt;
 }
@@ -158,7 +160,7 @@ std::string formatRfc3339(long long t) {
   const long long d = doy - (153 * mp + 2) / 5 + 1;
   const long long m = mp < 10 ? mp + 3 : mp - 9;
   const long long y = yoe + era * 400 + (m <= 2);
-  char buf[32];
+  char buf[80];
   std::snprintf(buf, sizeof buf, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ", y, m, d,
                 secs / 3600, secs % 3600 / 60, secs % 60);
   return buf;
@@ -220,7 +222,9 @@ std::string formatLabels(const json& m) {
   if (!m.is_object() || m.empty()) return "<none>";
   std::vector<std::string> parts;
   for (auto it = m.begin(); it != m.end(); ++it) {  // nlohmann objects iterate sorted
-    parts.push_back(it.key() + "=" + (it->is_string() ? it->get<std::string>() : it->dump()));
+    parts.push_back(it.key() + "=" +
+                    (it->is_string() ? it->get<std::string>()
+                                     : it->dump(-1, ' ', false, json::error_handler_t::replace)));
   }
   return join(parts, ",");
 }
@@ -1029,6 +1033,7 @@ class JsonPath {
     if (s_[pos_] == '-') ++pos_;
     while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
     if (pos_ == start || (pos_ == start + 1 && s_[start] == '-')) return false;
+    if (pos_ - start > 18) return false;  // would overflow; no real array is that long
     long long idx = std::stoll(std::string(s_.substr(start, pos_ - start)));
     if (!expect(']')) return false;
     std::vector<const json*> out;
@@ -1105,8 +1110,8 @@ class JsonPath {
 // jsonpath PrintResults for one value: compound values as compact JSON, scalars as text.
 std::string printValue(const json& v) {
   if (v.is_string()) return v.get<std::string>();
-  if (v.is_object() || v.is_array()) return v.dump();
-  return v.dump();  // numbers and booleans print as Go's %v does
+  // Compound values as JSON, numbers and booleans as Go's %v prints them.
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 // cellForJSONValue of the apiextensions table convertor.

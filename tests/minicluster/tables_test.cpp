@@ -462,5 +462,73 @@ TEST(TableCustomResources, PrinterColumns) {
   EXPECT_EQ(t2["rows"][0]["cells"], json::parse(R"(["w1", "3m"])"));
 }
 
+TEST(TableRobustness, MalformedObjectsNeverThrow) {
+  // Objects come from users: wrong types anywhere must give a row, not an exception.
+  std::vector<json> weird = {
+      json(),
+      json("string"),
+      json::array({1, 2}),
+      json::parse(R"({"metadata": "x", "spec": [], "status": 7})"),
+      json::parse(R"({"metadata": {"name": 5, "creationTimestamp": "yesterday",
+          "labels": {"node-role.kubernetes.io/": "", "kubernetes.io/role": 3}},
+          "spec": {"containers": "c", "initContainers": [1, {"restartPolicy": "Always"}],
+                   "ports": [{"port": "80", "nodePort": -1}], "replicas": "3",
+                   "selector": {"matchExpressions": [{"key": "k", "operator": "Bogus"}]},
+                   "readinessGates": [null], "expirationSeconds": 1e300,
+                   "template": {"spec": {"containers": [{"name": 1}]}}},
+          "status": {"conditions": [null, {"type": "Ready"}], "podIPs": [1],
+                     "containerStatuses": [{"state": {"terminated": {"signal": "x"}},
+                                            "lastState": {"terminated": {"finishedAt": 1}}}],
+                     "initContainerStatuses": [{"state": []}], "addresses": {},
+                     "loadBalancer": {"ingress": [{}]}},
+          "subsets": [{"addresses": [{}], "ports": [{}]}], "endpoints": [{"addresses": [2]}],
+          "webhooks": {}, "data": 3, "involvedObject": [], "series": {}})"),
+  };
+  std::vector<ResourceInfo> kinds = {
+      info("", "pods", "Pod"),
+      info("", "nodes", "Node"),
+      info("", "namespaces", "Namespace"),
+      info("", "services", "Service"),
+      info("", "endpoints", "Endpoints"),
+      info("", "configmaps", "ConfigMap"),
+      info("", "secrets", "Secret"),
+      info("", "serviceaccounts", "ServiceAccount"),
+      info("", "events", "Event"),
+      info("events.k8s.io", "events", "Event"),
+      info("apps", "deployments", "Deployment"),
+      info("apps", "replicasets", "ReplicaSet"),
+      info("apps", "statefulsets", "StatefulSet"),
+      info("apps", "daemonsets", "DaemonSet"),
+      info("coordination.k8s.io", "leases", "Lease"),
+      info("discovery.k8s.io", "endpointslices", "EndpointSlice"),
+      info("certificates.k8s.io", "certificatesigningrequests", "CertificateSigningRequest"),
+      info("apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition"),
+      info("admissionregistration.k8s.io", "mutatingwebhookconfigurations",
+           "MutatingWebhookConfiguration"),
+      info("example.com", "things", "Thing"),
+  };
+  ResourceInfo custom = info("example.com", "widgets", "Widget");
+  custom.custom = true;
+  custom.printerColumns = json::parse(R"([
+    {"name": "A", "type": "integer", "jsonPath": ".spec.replicas"},
+    {"name": "B", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    {"name": "C", "type": "string", "jsonPath": ".spec[99999999999999999999999]"},
+    {"name": "D", "type": "string", "jsonPath": ".status.conditions[?(@.type=="},
+    {"name": "E", "type": "number", "jsonPath": "..x"},
+    {"name": "F", "type": "boolean", "jsonPath": ".spec['unterminated"},
+    {"name": 3, "type": null, "jsonPath": 4}
+  ])");
+  kinds.push_back(custom);
+  for (const ResourceInfo& k : kinds) {
+    for (const json& obj : weird) {
+      json t;
+      EXPECT_NO_THROW(t = makeTable(k, {obj}, json::object(), "Metadata", kNow))
+          << k.resource << " " << obj.dump();
+      ASSERT_EQ(t["rows"].size(), 1u);
+      EXPECT_EQ(t["rows"][0]["cells"].size(), t["columnDefinitions"].size()) << k.resource;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace strait::minicluster
