@@ -11,17 +11,16 @@ Result<GroupVersion> GroupVersion::parse(std::string_view apiVersion) {
     return GroupVersion{"", std::string(apiVersion)};
   }
   if (apiVersion.find('/', slash + 1) != std::string_view::npos) {
-    return makeError(Code::BadRequest, "unexpected GroupVersion string: " +
-                                           std::string(apiVersion) +
-                                           " (want \"group/version\" or \"version\")");
+    return makeError(Code::BadRequest,
+                     "unexpected GroupVersion string: " + std::string(apiVersion) +
+                         " (want \"group/version\" or \"version\")");
   }
   GroupVersion gv{std::string(apiVersion.substr(0, slash)),
                   std::string(apiVersion.substr(slash + 1))};
   if (gv.group.empty() || gv.version.empty()) {
-    return makeError(Code::BadRequest, "unexpected GroupVersion string: " +
-                                           std::string(apiVersion) + " (empty " +
-                                           (gv.group.empty() ? "group" : "version") +
-                                           " around '/')");
+    return makeError(Code::BadRequest,
+                     "unexpected GroupVersion string: " + std::string(apiVersion) + " (empty " +
+                         (gv.group.empty() ? "group" : "version") + " around '/')");
   }
   return gv;
 }
@@ -55,13 +54,10 @@ Result<GroupVersionKind> GroupVersionKind::fromObject(const nlohmann::json& obj)
   if (kind == obj.end() || !kind->is_string() || kind->get_ref<const std::string&>().empty()) {
     return makeError(Code::BadRequest, "Object 'Kind' is missing or not a string", "kind");
   }
-  return fromApiVersionKind(av->get_ref<const std::string&>(),
-                            kind->get_ref<const std::string&>());
+  return fromApiVersionKind(av->get_ref<const std::string&>(), kind->get_ref<const std::string&>());
 }
 
-std::string GroupVersionKind::toString() const {
-  return group + "/" + version + ", Kind=" + kind;
-}
+std::string GroupVersionKind::toString() const { return group + "/" + version + ", Kind=" + kind; }
 
 std::string GroupVersionResource::toString() const {
   return group + "/" + version + ", Resource=" + resource;

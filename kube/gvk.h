@@ -2,10 +2,9 @@
 // API group/version/kind/resource names. Value types with ordering, usable as map keys.
 
 #include <compare>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "kube/status.h"
 

@@ -196,9 +196,7 @@ void setNamespace(json& obj, std::string_view ns) { setString(obj, "namespace", 
 std::string getUid(const json& obj) { return getString(obj, "uid"); }
 void setUid(json& obj, std::string_view uid) { setString(obj, "uid", uid); }
 std::string getResourceVersion(const json& obj) { return getString(obj, "resourceVersion"); }
-void setResourceVersion(json& obj, std::string_view rv) {
-  setString(obj, "resourceVersion", rv);
-}
+void setResourceVersion(json& obj, std::string_view rv) { setString(obj, "resourceVersion", rv); }
 std::string getGenerateName(const json& obj) { return getString(obj, "generateName"); }
 
 int64_t getGeneration(const json& obj) {
@@ -360,17 +358,15 @@ std::string rfc3339Now() { return rfc3339(std::chrono::system_clock::now()); }
 
 std::string rfc3339(std::chrono::system_clock::time_point t) { return formatTime(t, false); }
 
-std::string rfc3339Micro(std::chrono::system_clock::time_point t) {
-  return formatTime(t, true);
-}
+std::string rfc3339Micro(std::chrono::system_clock::time_point t) { return formatTime(t, true); }
 
 Result<std::chrono::system_clock::time_point> parseRfc3339(std::string_view text) {
   auto bad = [&](const std::string& what) -> Error {
     std::string shown(text.substr(0, 64));
     return makeError(Code::Invalid,
                      "invalid RFC 3339 time " +
-                         json(shown).dump(-1, ' ', false, json::error_handler_t::replace) +
-                         ": " + what + " (want e.g. \"2006-01-02T15:04:05Z\")");
+                         json(shown).dump(-1, ' ', false, json::error_handler_t::replace) + ": " +
+                         what + " (want e.g. \"2006-01-02T15:04:05Z\")");
   };
   size_t pos = 0;
   int64_t year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;

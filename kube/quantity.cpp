@@ -122,8 +122,8 @@ Error parseError(std::string_view text, const std::string& what) {
 }
 
 Error formatError(std::string_view text) {
-  return parseError(text, "quantities must match the regular expression '" +
-                              std::string(kSplitRegex) + "'");
+  return parseError(
+      text, "quantities must match the regular expression '" + std::string(kSplitRegex) + "'");
 }
 
 // Suffix meaning: value = number * base^exponent.
@@ -139,10 +139,9 @@ bool interpretSuffix(std::string_view s, SuffixInfo* out) {
     int base;
     int exponent;
   };
-  static constexpr Entry kDecimal[] = {{"", 10, 0},   {"n", 10, -9}, {"u", 10, -6},
-                                       {"m", 10, -3}, {"k", 10, 3},  {"M", 10, 6},
-                                       {"G", 10, 9},  {"T", 10, 12}, {"P", 10, 15},
-                                       {"E", 10, 18}};
+  static constexpr Entry kDecimal[] = {{"", 10, 0},   {"n", 10, -9}, {"u", 10, -6}, {"m", 10, -3},
+                                       {"k", 10, 3},  {"M", 10, 6},  {"G", 10, 9},  {"T", 10, 12},
+                                       {"P", 10, 15}, {"E", 10, 18}};
   static constexpr Entry kBinary[] = {{"Ki", 2, 10}, {"Mi", 2, 20}, {"Gi", 2, 30},
                                       {"Ti", 2, 40}, {"Pi", 2, 50}, {"Ei", 2, 60}};
   for (const auto& e : kDecimal) {
@@ -234,17 +233,28 @@ i128 digitsToInt(std::string_view digits) {
 
 std::string_view decimalSuffix(int64_t exponent) {
   switch (exponent) {
-    case -9: return "n";
-    case -6: return "u";
-    case -3: return "m";
-    case 0: return "";
-    case 3: return "k";
-    case 6: return "M";
-    case 9: return "G";
-    case 12: return "T";
-    case 15: return "P";
-    case 18: return "E";
-    default: return "?";
+    case -9:
+      return "n";
+    case -6:
+      return "u";
+    case -3:
+      return "m";
+    case 0:
+      return "";
+    case 3:
+      return "k";
+    case 6:
+      return "M";
+    case 9:
+      return "G";
+    case 12:
+      return "T";
+    case 15:
+      return "P";
+    case 18:
+      return "E";
+    default:
+      return "?";
   }
 }
 
@@ -254,9 +264,12 @@ constexpr std::string_view kBinarySuffixes[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi"
 
 const char* formatName(Quantity::Format f) {
   switch (f) {
-    case Quantity::Format::DecimalExponent: return "DecimalExponent";
-    case Quantity::Format::BinarySI: return "BinarySI";
-    case Quantity::Format::DecimalSI: return "DecimalSI";
+    case Quantity::Format::DecimalExponent:
+      return "DecimalExponent";
+    case Quantity::Format::BinarySI:
+      return "BinarySI";
+    case Quantity::Format::DecimalSI:
+      return "DecimalSI";
   }
   return "DecimalSI";
 }
@@ -288,12 +301,14 @@ Result<Quantity> Quantity::parse(std::string_view text) {
     denom = text.substr(denomStart, pos - denomStart);
   }
   if (num.empty() && denom.empty()) {
-    return parseError(text, "no digits in the numeric part (quantities must match the regular "
-                            "expression '" + std::string(kSplitRegex) + "')");
+    return parseError(text,
+                      "no digits in the numeric part (quantities must match the regular "
+                      "expression '" +
+                          std::string(kSplitRegex) + "')");
   }
   size_t suffixStart = pos;
-  while (pos < text.size() && std::string_view("eEinumkKMGTP").find(text[pos]) !=
-                                  std::string_view::npos) {
+  while (pos < text.size() &&
+         std::string_view("eEinumkKMGTP").find(text[pos]) != std::string_view::npos) {
     ++pos;
   }
   if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
@@ -491,9 +506,7 @@ Result<Quantity> Quantity::add(const Quantity& other) const {
   return out;
 }
 
-Result<Quantity> Quantity::sub(const Quantity& other) const {
-  return add(other.negated());
-}
+Result<Quantity> Quantity::sub(const Quantity& other) const { return add(other.negated()); }
 
 Quantity Quantity::negated() const {
   Quantity q = *this;
@@ -545,8 +558,8 @@ Result<std::map<std::string, Quantity>> parseResourceList(const nlohmann::json& 
     return out;
   }
   if (!json.is_object()) {
-    return makeError(Code::Invalid, std::string("resource list must be a JSON object, got ") +
-                                        json.type_name());
+    return makeError(Code::Invalid,
+                     std::string("resource list must be a JSON object, got ") + json.type_name());
   }
   for (const auto& [key, value] : json.items()) {
     std::string text;
@@ -555,10 +568,10 @@ Result<std::map<std::string, Quantity>> parseResourceList(const nlohmann::json& 
     } else if (value.is_number()) {
       text = value.dump();  // 1e+20 for large floats, which parse() accepts
     } else {
-      return makeError(Code::Invalid,
-                       "resource " + key + ": quantity must be a string or a number, got " +
-                           value.type_name(),
-                       key);
+      return makeError(
+          Code::Invalid,
+          "resource " + key + ": quantity must be a string or a number, got " + value.type_name(),
+          key);
     }
     // Upstream trims surrounding whitespace before parsing a JSON quantity.
     size_t b = text.find_first_not_of(" \t\r\n");

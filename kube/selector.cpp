@@ -67,20 +67,36 @@ std::vector<Item> lex(std::string_view s) {
     if (isSpecialSymbol(c)) {
       // Longest match: "==" and "!=" are the only two-character operators.
       if (pos + 1 < s.size() && s[pos + 1] == '=' && (c == '=' || c == '!')) {
-        items.push_back({c == '=' ? Tok::DoubleEquals : Tok::NotEquals, std::string(s.substr(pos, 2))});
+        items.push_back(
+            {c == '=' ? Tok::DoubleEquals : Tok::NotEquals, std::string(s.substr(pos, 2))});
         pos += 2;
         continue;
       }
       Tok t = Tok::Equals;
       switch (c) {
-        case '=': t = Tok::Equals; break;
-        case '!': t = Tok::DoesNotExist; break;
-        case '(': t = Tok::OpenPar; break;
-        case ')': t = Tok::ClosedPar; break;
-        case ',': t = Tok::Comma; break;
-        case '>': t = Tok::GreaterThan; break;
-        case '<': t = Tok::LessThan; break;
-        default: break;
+        case '=':
+          t = Tok::Equals;
+          break;
+        case '!':
+          t = Tok::DoesNotExist;
+          break;
+        case '(':
+          t = Tok::OpenPar;
+          break;
+        case ')':
+          t = Tok::ClosedPar;
+          break;
+        case ',':
+          t = Tok::Comma;
+          break;
+        case '>':
+          t = Tok::GreaterThan;
+          break;
+        case '<':
+          t = Tok::LessThan;
+          break;
+        default:
+          break;
       }
       items.push_back({t, std::string(1, c)});
       ++pos;
@@ -115,8 +131,8 @@ std::string joinErrors(const std::vector<std::string>& errs) {
 }
 
 std::string quote(std::string_view s) {
-  return nlohmann::json(std::string(s)).dump(-1, ' ', false,
-                                             nlohmann::json::error_handler_t::replace);
+  return nlohmann::json(std::string(s))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 bool parseInt64(std::string_view s, int64_t* out) {
@@ -144,36 +160,39 @@ std::string checkRequirement(const LabelRequirement& r) {
     case SelectorOp::In:
     case SelectorOp::NotIn:
       if (r.values.empty()) {
-        errs.push_back("values: Invalid value: []: for 'in', 'notin' operators, values set can't "
-                       "be empty");
+        errs.push_back(
+            "values: Invalid value: []: for 'in', 'notin' operators, values set can't "
+            "be empty");
       }
       break;
     case SelectorOp::Equals:
     case SelectorOp::DoubleEquals:
     case SelectorOp::NotEquals:
       if (r.values.size() != 1) {
-        errs.push_back("values: Invalid value: exact-match compatibility requires one single "
-                       "value");
+        errs.push_back(
+            "values: Invalid value: exact-match compatibility requires one single "
+            "value");
       }
       break;
     case SelectorOp::Exists:
     case SelectorOp::DoesNotExist:
       if (!r.values.empty()) {
-        errs.push_back("values: Invalid value: values set must be empty for exists and does not "
-                       "exist");
+        errs.push_back(
+            "values: Invalid value: values set must be empty for exists and does not "
+            "exist");
       }
       break;
     case SelectorOp::GreaterThan:
     case SelectorOp::LessThan:
       if (r.values.size() != 1) {
-        errs.push_back("values: Invalid value: for 'Gt', 'Lt' operators, exactly one value is "
-                       "required");
+        errs.push_back(
+            "values: Invalid value: for 'Gt', 'Lt' operators, exactly one value is "
+            "required");
       }
       for (size_t i = 0; i < r.values.size(); ++i) {
         int64_t ignored = 0;
         if (!parseInt64(r.values[i], &ignored)) {
-          errs.push_back("values[" + std::to_string(i) + "]: Invalid value: " +
-                         quote(r.values[i]) +
+          errs.push_back("values[" + std::to_string(i) + "]: Invalid value: " + quote(r.values[i]) +
                          ": for 'Gt', 'Lt' operators, the value must be an integer");
         }
       }
@@ -181,8 +200,8 @@ std::string checkRequirement(const LabelRequirement& r) {
   }
   for (size_t i = 0; i < r.values.size(); ++i) {
     if (auto valErrs = validateLabelValue(r.values[i]); !valErrs.empty()) {
-      errs.push_back("values[" + std::to_string(i) + "][" + r.key + "]: Invalid value: " +
-                     quote(r.values[i]) + ": " + joinErrors(valErrs));
+      errs.push_back("values[" + std::to_string(i) + "][" + r.key +
+                     "]: Invalid value: " + quote(r.values[i]) + ": " + joinErrors(valErrs));
     }
   }
   if (errs.empty()) {
@@ -292,13 +311,27 @@ class Parser {
     // Binary operator.
     auto [opTok, opLit] = consume(Context::KeyAndOperator);
     switch (opTok) {
-      case Tok::In: r->op = SelectorOp::In; break;
-      case Tok::NotIn: r->op = SelectorOp::NotIn; break;
-      case Tok::Equals: r->op = SelectorOp::Equals; break;
-      case Tok::DoubleEquals: r->op = SelectorOp::DoubleEquals; break;
-      case Tok::NotEquals: r->op = SelectorOp::NotEquals; break;
-      case Tok::GreaterThan: r->op = SelectorOp::GreaterThan; break;
-      case Tok::LessThan: r->op = SelectorOp::LessThan; break;
+      case Tok::In:
+        r->op = SelectorOp::In;
+        break;
+      case Tok::NotIn:
+        r->op = SelectorOp::NotIn;
+        break;
+      case Tok::Equals:
+        r->op = SelectorOp::Equals;
+        break;
+      case Tok::DoubleEquals:
+        r->op = SelectorOp::DoubleEquals;
+        break;
+      case Tok::NotEquals:
+        r->op = SelectorOp::NotEquals;
+        break;
+      case Tok::GreaterThan:
+        r->op = SelectorOp::GreaterThan;
+        break;
+      case Tok::LessThan:
+        r->op = SelectorOp::LessThan;
+        break;
       default:
         return "found '" + opLit + "', expected: in, notin, =, ==, !=, gt, lt";
     }
@@ -397,10 +430,9 @@ bool hasValue(const std::vector<std::string>& values, const std::string& v) {
 }
 
 void sortByKey(std::vector<LabelRequirement>* reqs) {
-  std::stable_sort(reqs->begin(), reqs->end(),
-                   [](const LabelRequirement& a, const LabelRequirement& b) {
-                     return a.key < b.key;
-                   });
+  std::stable_sort(
+      reqs->begin(), reqs->end(),
+      [](const LabelRequirement& a, const LabelRequirement& b) { return a.key < b.key; });
 }
 
 }  // namespace
@@ -443,13 +475,27 @@ std::string LabelRequirement::toString() const {
   }
   out += key;
   switch (op) {
-    case SelectorOp::Equals: out += "="; break;
-    case SelectorOp::DoubleEquals: out += "=="; break;
-    case SelectorOp::NotEquals: out += "!="; break;
-    case SelectorOp::In: out += " in "; break;
-    case SelectorOp::NotIn: out += " notin "; break;
-    case SelectorOp::GreaterThan: out += ">"; break;
-    case SelectorOp::LessThan: out += "<"; break;
+    case SelectorOp::Equals:
+      out += "=";
+      break;
+    case SelectorOp::DoubleEquals:
+      out += "==";
+      break;
+    case SelectorOp::NotEquals:
+      out += "!=";
+      break;
+    case SelectorOp::In:
+      out += " in ";
+      break;
+    case SelectorOp::NotIn:
+      out += " notin ";
+      break;
+    case SelectorOp::GreaterThan:
+      out += ">";
+      break;
+    case SelectorOp::LessThan:
+      out += "<";
+      break;
     case SelectorOp::Exists:
     case SelectorOp::DoesNotExist:
       return out;
@@ -533,10 +579,10 @@ Result<LabelSelector> LabelSelector::fromJson(const nlohmann::json& j) {
       } else if (opName == "DoesNotExist") {
         r.op = SelectorOp::DoesNotExist;
       } else {
-        return makeError(Code::Invalid,
-                         field + ".operator: " + quote(opName) +
-                             " is not a valid label selector operator",
-                         field + ".operator");
+        return makeError(
+            Code::Invalid,
+            field + ".operator: " + quote(opName) + " is not a valid label selector operator",
+            field + ".operator");
       }
       if (auto vals = expr.find("values"); vals != expr.end() && !vals->is_null()) {
         if (!vals->is_array()) {
@@ -604,8 +650,8 @@ std::optional<std::string> LabelSelector::requiresExactMatch(std::string_view la
     if (r.key != label) {
       continue;
     }
-    bool exact = r.op == SelectorOp::Equals || r.op == SelectorOp::DoubleEquals ||
-                 r.op == SelectorOp::In;
+    bool exact =
+        r.op == SelectorOp::Equals || r.op == SelectorOp::DoubleEquals || r.op == SelectorOp::In;
     if (exact && r.values.size() == 1) {
       return r.values[0];
     }
@@ -646,9 +692,8 @@ Result<std::string> unescapeFieldValue(std::string_view value) {
     if (c == '\\') {
       inSlash = true;
     } else if (c == ',' || c == '=') {
-      return makeError(Code::BadRequest,
-                       "invalid field selector: unescaped character in value: " +
-                           std::string(1, c));
+      return makeError(Code::BadRequest, "invalid field selector: unescaped character in value: " +
+                                             std::string(1, c));
     } else {
       out.push_back(c);
     }

@@ -3,12 +3,11 @@
 // pkg/fields. Immutable value types once parsed; safe to share between threads.
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kube/status.h"
 

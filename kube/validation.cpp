@@ -187,8 +187,7 @@ std::vector<std::string> validateLabelValue(std::string_view value) {
     errs.push_back(maxLenError(kLabelValueMaxLength));
   }
   if (!value.empty() && !matchesLabelKeyName(value)) {
-    errs.push_back(
-        regexError(kLabelValueErrMsg, kLabelValueFmt, {"MyValue", "my_value", "12345"}));
+    errs.push_back(regexError(kLabelValueErrMsg, kLabelValueFmt, {"MyValue", "my_value", "12345"}));
   }
   return errs;
 }

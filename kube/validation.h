@@ -29,6 +29,6 @@ std::vector<std::string> validateQualifiedName(std::string_view value);
 std::string maxLenError(size_t length);  // "must be no more than N characters"
 std::string regexError(std::string_view msg, std::string_view regex,
                        const std::vector<std::string>& examples);
-std::string emptyError();                 // "must be non-empty"
+std::string emptyError();  // "must be non-empty"
 
 }  // namespace strait::kube

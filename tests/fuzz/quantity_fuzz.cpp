@@ -24,8 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::abort();
   }
   if (!(second.value() == first.value()) || second->toString() != canonical) {
-    std::fprintf(stderr, "round trip changed %.*s: %s -> %s\n", static_cast<int>(size),
-                 text.data(), canonical.c_str(), second->toString().c_str());
+    std::fprintf(stderr, "round trip changed %.*s: %s -> %s\n", static_cast<int>(size), text.data(),
+                 canonical.c_str(), second->toString().c_str());
     std::abort();
   }
   // Arithmetic must stay exact where it succeeds.

@@ -144,8 +144,8 @@ TEST(ObjectTest, OwnerReferencesAndController) {
 TEST(ObjectTest, Rfc3339Format) {
   using namespace std::chrono;
   EXPECT_EQ(rfc3339(system_clock::time_point{}), "1970-01-01T00:00:00Z");
-  system_clock::time_point t = system_clock::time_point{seconds(1714564800)} + microseconds(123456) +
-                               nanoseconds(789);
+  system_clock::time_point t =
+      system_clock::time_point{seconds(1714564800)} + microseconds(123456) + nanoseconds(789);
   EXPECT_EQ(rfc3339(t), "2024-05-01T12:00:00Z");
   EXPECT_EQ(rfc3339Micro(t), "2024-05-01T12:00:00.123456Z");
   EXPECT_EQ(rfc3339Micro(system_clock::time_point{}), "1970-01-01T00:00:00.000000Z");
@@ -193,14 +193,27 @@ TEST(ObjectTest, Rfc3339Parse) {
 }
 
 TEST(ObjectTest, Rfc3339ParseErrors) {
-  for (const char* bad :
-       {"", "2024-05-01", "2024-05-01T12:00:00", "2024-05-01 12:00:00Z", "2024-5-01T12:00:00Z",
-        "2024-13-01T12:00:00Z", "2024-00-01T12:00:00Z", "2023-02-29T00:00:00Z",
-        "1900-02-29T00:00:00Z", "2024-04-31T00:00:00Z", "2024-05-01T24:00:00Z",
-        "2024-05-01T12:60:00Z", "2024-05-01T12:00:60Z", "2024-05-01T12:00:00.Z",
-        "2024-05-01T12:00:00.1234567890Z", "2024-05-01T12:00:00+0200", "2024-05-01T12:00:00+2",
-        "2024-05-01T12:00:00Zjunk", "2024-05-01T12:00:00+24:00", "abcd-ef-ghTij:kl:mnZ",
-        "2024-05-01T12:00:00ZZ"}) {
+  for (const char* bad : {"",
+                          "2024-05-01",
+                          "2024-05-01T12:00:00",
+                          "2024-05-01 12:00:00Z",
+                          "2024-5-01T12:00:00Z",
+                          "2024-13-01T12:00:00Z",
+                          "2024-00-01T12:00:00Z",
+                          "2023-02-29T00:00:00Z",
+                          "1900-02-29T00:00:00Z",
+                          "2024-04-31T00:00:00Z",
+                          "2024-05-01T24:00:00Z",
+                          "2024-05-01T12:60:00Z",
+                          "2024-05-01T12:00:60Z",
+                          "2024-05-01T12:00:00.Z",
+                          "2024-05-01T12:00:00.1234567890Z",
+                          "2024-05-01T12:00:00+0200",
+                          "2024-05-01T12:00:00+2",
+                          "2024-05-01T12:00:00Zjunk",
+                          "2024-05-01T12:00:00+24:00",
+                          "abcd-ef-ghTij:kl:mnZ",
+                          "2024-05-01T12:00:00ZZ"}) {
     auto r = parseRfc3339(bad);
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) {
@@ -219,7 +232,7 @@ TEST(ObjectTest, NewUidIsRandomV4) {
     EXPECT_EQ(u[13], '-');
     EXPECT_EQ(u[18], '-');
     EXPECT_EQ(u[23], '-');
-    EXPECT_EQ(u[14], '4');                                     // version
+    EXPECT_EQ(u[14], '4');                                          // version
     EXPECT_NE(std::string("89ab").find(u[19]), std::string::npos);  // variant
     for (char c : u) {
       EXPECT_TRUE(c == '-' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) << u;
@@ -277,8 +290,8 @@ TEST(GvkTest, KindsAndResources) {
   EXPECT_FALSE(GroupVersionKind::fromObject(json::parse(R"({"apiVersion":"v1"})")).ok());
   EXPECT_FALSE(GroupVersionKind::fromObject(json::parse(R"({"apiVersion":1,"kind":"P"})")).ok());
   EXPECT_FALSE(GroupVersionKind::fromObject(json::array()).ok());
-  EXPECT_FALSE(GroupVersionKind::fromObject(json::parse(R"({"apiVersion":"a/b/c","kind":"P"})"))
-                   .ok());
+  EXPECT_FALSE(
+      GroupVersionKind::fromObject(json::parse(R"({"apiVersion":"a/b/c","kind":"P"})")).ok());
 
   GroupVersionResource gvr{"apps", "v1", "deployments"};
   EXPECT_EQ(gvr.toString(), "apps/v1, Resource=deployments");

@@ -193,11 +193,12 @@ TEST(QuantityTest, FormatFamilyIsRemembered) {
 }
 
 TEST(QuantityTest, MalformedInputsAreErrors) {
-  const char* bad[] = {"",     "1.1.M",  "1+1.0M", "0.1mi", "0.1am", "aoeu",  ".5i",
-                       "1i",   "-3.01i", "-3.01e-", " 1",   "1 ",    "1 Gi",  "1Gi ",
-                       "1e",   "1ee3",   "1Ki5",   "1.5.5", "--1",   "+-1",   "1KI",
-                       "1kb",  "Mi",     ".",      "+",     "-",     "-.",    "1e99999999999",
-                       "1e2147483648",   "1x",     "1,5",   "0x10",  "1_000", "\xff"};
+  const char* bad[] = {"",     "1.1.M", "1+1.0M", "0.1mi",         "0.1am",        "aoeu",
+                       ".5i",  "1i",    "-3.01i", "-3.01e-",       " 1",           "1 ",
+                       "1 Gi", "1Gi ",  "1e",     "1ee3",          "1Ki5",         "1.5.5",
+                       "--1",  "+-1",   "1KI",    "1kb",           "Mi",           ".",
+                       "+",    "-",     "-.",     "1e99999999999", "1e2147483648", "1x",
+                       "1,5",  "0x10",  "1_000",  "\xff"};
   EXPECT_FALSE(Quantity::parse(std::string_view("1\0", 2)).ok());
   for (const char* s : bad) {
     auto r = Quantity::parse(s);

@@ -62,17 +62,52 @@ TEST(LabelSelectorTest, ParsesAndPrintsCanonically) {
 }
 
 TEST(LabelSelectorTest, MalformedSelectorsAreErrors) {
-  const std::vector<std::string> bad = {
-      "x=a||y=b", "x==a==b", "!x=a", "x<a", "x>1.5", "x in a", "x in (a", "x in (a,b",
-      "x in a)", "x notin", "x=a,", ",x=a", "x=a,,y=b", "x=(a)", "x y", "x=a b", "=a",
-      "!", "!!x", "(", ")", "x in ((a))", "x in (a b)", "x=a=b", "-x=a", "x-=a", "x=-a",
-      "x=a-", "a/b/c=d", "/b=c", "a/=c", "Example.com/a=b", "x!a", "x===a", "x in ()a",
-      "x in (a),", std::string(64, 'a') + "=b", "x=" + std::string(64, 'a'), "x=a\xff",
-      "x@y=z", "x<-1", "x>", "x in (a,b))"};
+  const std::vector<std::string> bad = {"x=a||y=b",
+                                        "x==a==b",
+                                        "!x=a",
+                                        "x<a",
+                                        "x>1.5",
+                                        "x in a",
+                                        "x in (a",
+                                        "x in (a,b",
+                                        "x in a)",
+                                        "x notin",
+                                        "x=a,",
+                                        ",x=a",
+                                        "x=a,,y=b",
+                                        "x=(a)",
+                                        "x y",
+                                        "x=a b",
+                                        "=a",
+                                        "!",
+                                        "!!x",
+                                        "(",
+                                        ")",
+                                        "x in ((a))",
+                                        "x in (a b)",
+                                        "x=a=b",
+                                        "-x=a",
+                                        "x-=a",
+                                        "x=-a",
+                                        "x=a-",
+                                        "a/b/c=d",
+                                        "/b=c",
+                                        "a/=c",
+                                        "Example.com/a=b",
+                                        "x!a",
+                                        "x===a",
+                                        "x in ()a",
+                                        "x in (a),",
+                                        std::string(64, 'a') + "=b",
+                                        "x=" + std::string(64, 'a'),
+                                        "x=a\xff",
+                                        "x@y=z",
+                                        "x<-1",
+                                        "x>",
+                                        "x in (a,b))"};
   for (const auto& s : bad) {
     auto r = LabelSelector::parse(s);
-    EXPECT_FALSE(r.ok()) << "parsed unexpectedly: " << s << " -> "
-                         << (r.ok() ? r->toString() : "");
+    EXPECT_FALSE(r.ok()) << "parsed unexpectedly: " << s << " -> " << (r.ok() ? r->toString() : "");
     if (!r.ok()) {
       EXPECT_EQ(r.code(), Code::BadRequest) << s;
       EXPECT_FALSE(r.error().message.empty());
@@ -232,8 +267,7 @@ TEST(LabelSelectorTest, FromJsonErrorsNameTheField) {
   const Case cases[] = {
       {R"({"matchExpressions":[{"key":"a","operator":"Equals","values":["b"]}]})",
        "matchExpressions[0].operator"},
-      {R"({"matchExpressions":[{"key":"a","operator":"In","values":[]}]})",
-       "matchExpressions[0]"},
+      {R"({"matchExpressions":[{"key":"a","operator":"In","values":[]}]})", "matchExpressions[0]"},
       {R"({"matchExpressions":[{"key":"a","operator":"In"}]})", "matchExpressions[0]"},
       {R"({"matchExpressions":[{"key":"a","operator":"Exists","values":["x"]}]})",
        "matchExpressions[0]"},

@@ -29,8 +29,9 @@ const std::string kValueMsg =
     "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 
 TEST(ValidationTest, Dns1123Subdomain) {
-  for (std::string ok : std::vector<std::string>{"a", "ab", "a-b", "a.b", "0", "01", "a.b.c", "a--b", "1.2.3.4",
-                         "example.com", std::string(253, 'a')}) {
+  for (std::string ok :
+       std::vector<std::string>{"a", "ab", "a-b", "a.b", "0", "01", "a.b.c", "a--b", "1.2.3.4",
+                                "example.com", std::string(253, 'a')}) {
     if (ok.size() == 253) {
       // 253 characters of valid labels.
       ok = std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') + "." +
@@ -39,8 +40,8 @@ TEST(ValidationTest, Dns1123Subdomain) {
     }
     EXPECT_EQ(validateDns1123Subdomain(ok), Errs{}) << ok;
   }
-  for (std::string bad : std::vector<std::string>{"", "A", "a_b", "-a", "a-", ".a", "a.", "a..b", "a.-b", "a b", "ä",
-                          "a/b", "a*"}) {
+  for (std::string bad : std::vector<std::string>{"", "A", "a_b", "-a", "a-", ".a", "a.", "a..b",
+                                                  "a.-b", "a b", "ä", "a/b", "a*"}) {
     EXPECT_EQ(validateDns1123Subdomain(bad), Errs{kSubdomainMsg}) << bad;
   }
   EXPECT_EQ(validateDns1123Subdomain(std::string(254, 'a')),
@@ -50,7 +51,8 @@ TEST(ValidationTest, Dns1123Subdomain) {
 }
 
 TEST(ValidationTest, Dns1123Label) {
-  for (std::string ok : std::vector<std::string>{"a", "0", "a-b", "a--b", "abc123", std::string(63, 'a')}) {
+  for (std::string ok :
+       std::vector<std::string>{"a", "0", "a-b", "a--b", "abc123", std::string(63, 'a')}) {
     EXPECT_EQ(validateDns1123Label(ok), Errs{}) << ok;
   }
   for (std::string bad : std::vector<std::string>{"", "A", "-a", "a-", "a_b", "a b", "ü"}) {
@@ -72,9 +74,9 @@ TEST(ValidationTest, Dns1035Label) {
 }
 
 TEST(ValidationTest, LabelKey) {
-  for (std::string ok : std::vector<std::string>{"a", "A", "a.b", "a_b", "a-b", "1", "MyName", "my.name", "123-abc",
-                         "example.com/MyName", "k8s.io/app", "a/b", std::string(63, 'x'),
-                         "a.b.c/" + std::string(63, 'x')}) {
+  for (std::string ok : std::vector<std::string>{
+           "a", "A", "a.b", "a_b", "a-b", "1", "MyName", "my.name", "123-abc", "example.com/MyName",
+           "k8s.io/app", "a/b", std::string(63, 'x'), "a.b.c/" + std::string(63, 'x')}) {
     EXPECT_EQ(validateLabelKey(ok), Errs{}) << ok;
     EXPECT_EQ(validateQualifiedName(ok), Errs{}) << ok;
   }
@@ -100,15 +102,14 @@ TEST(ValidationTest, LabelKey) {
 }
 
 TEST(ValidationTest, LabelValue) {
-  for (std::string ok : std::vector<std::string>{"", "a", "A", "1", "a.b", "a_b", "a-b", "MyValue", "my_value", "12345",
-                         std::string(63, 'v')}) {
+  for (std::string ok : std::vector<std::string>{"", "a", "A", "1", "a.b", "a_b", "a-b", "MyValue",
+                                                 "my_value", "12345", std::string(63, 'v')}) {
     EXPECT_EQ(validateLabelValue(ok), Errs{}) << ok;
   }
   for (std::string bad : std::vector<std::string>{"-a", "a-", "_a", "a b", "a/b", "a=b", "é"}) {
     EXPECT_EQ(validateLabelValue(bad), Errs{kValueMsg}) << bad;
   }
-  EXPECT_EQ(validateLabelValue(std::string(64, 'v')),
-            (Errs{"must be no more than 63 characters"}));
+  EXPECT_EQ(validateLabelValue(std::string(64, 'v')), (Errs{"must be no more than 63 characters"}));
 }
 
 TEST(ValidationTest, MessageHelpers) {
