@@ -232,6 +232,32 @@ TEST_F(BadInputTest, RequestWithoutClientCertificateIsRefused) {
   expectAlive();
 }
 
+TEST_F(BadInputTest, MalformedPatchesAreRejected) {
+  ASSERT_EQ(request("POST", kConfigMaps, configMap("patch-target")).code, 201);
+  const std::string target = std::string(kConfigMaps) + "/patch-target";
+  expectStatus(request("PATCH", target, R"({"data":{"k":)", "application/merge-patch+json"), 400,
+               "BadRequest");
+  expectStatus(request("PATCH", target, R"({"data":{"k":)", "application/strategic-merge-patch+json"),
+               400, "BadRequest");
+  expectStatus(request("PATCH", target, R"({"op":"add"})", "application/json-patch+json"), 400,
+               "BadRequest");
+  expectStatus(request("PATCH", target, R"({"data":{"k":"x"}})", "application/xml"), 415,
+               "UnsupportedMediaType");
+  // The object is unchanged.
+  HttpResponse got = request("GET", target);
+  json cm = json::parse(got.body, nullptr, false);
+  ASSERT_TRUE(cm.is_object()) << got.describe();
+  EXPECT_EQ(cm["data"], json({{"k", "v"}})) << got.describe();
+  expectAlive();
+}
+
+TEST_F(BadInputTest, OverlongAndNonAsciiNamesAreInvalid) {
+  expectStatus(request("POST", kConfigMaps, configMap(std::string(300, 'a'))), 422, "Invalid");
+  expectStatus(request("POST", kConfigMaps, configMap("caf\u00e9")), 422, "Invalid");
+  expectStatus(request("POST", kConfigMaps, configMap("nul\u0000byte")), 422, "Invalid");
+  expectAlive();
+}
+
 TEST_F(BadInputTest, ServerStillAliveAfterAllOfIt) { expectAlive(); }
 
 }  // namespace
