@@ -253,8 +253,8 @@ TEST_F(BadInputTest, MalformedPatchesAreRejected) {
 
 TEST_F(BadInputTest, OverlongAndNonAsciiNamesAreInvalid) {
   expectStatus(request("POST", kConfigMaps, configMap(std::string(300, 'a'))), 422, "Invalid");
-  expectStatus(request("POST", kConfigMaps, configMap("caf\u00e9")), 422, "Invalid");
-  expectStatus(request("POST", kConfigMaps, configMap("nul\u0000byte")), 422, "Invalid");
+  expectStatus(request("POST", kConfigMaps, configMap("caf\\u00e9")), 422, "Invalid");
+  expectStatus(request("POST", kConfigMaps, configMap("nul\\u0000byte")), 422, "Invalid");
   expectAlive();
 }
 
