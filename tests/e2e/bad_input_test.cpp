@@ -181,6 +181,10 @@ TEST_F(BadInputTest, InvalidNameIsUnprocessable) {
   EXPECT_THAT(status.value("message", ""), HasSubstr("metadata.name")) << resp.describe();
   EXPECT_EQ(status["details"].value("name", ""), "Bad_Name") << resp.describe();
   EXPECT_EQ(status["details"].value("kind", ""), "ConfigMap") << resp.describe();
+  const json& causes = status["details"]["causes"];
+  ASSERT_TRUE(causes.is_array() && !causes.empty()) << resp.describe();
+  EXPECT_EQ(causes[0].value("field", ""), "metadata.name") << resp.describe();
+  EXPECT_EQ(causes[0].value("reason", ""), "FieldValueInvalid") << resp.describe();
   expectAlive();
 }
 
