@@ -17,6 +17,10 @@
 // strictly increasing, one per successful write (failed callbacks consume none), and after
 // reopening a data directory continue from the highest rv found on disk.
 
+#include "minicluster/store.h"
+
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <atomic>
 #include <deque>
@@ -25,9 +29,6 @@
 #include <shared_mutex>
 #include <thread>
 
-#include <spdlog/spdlog.h>
-
-#include "minicluster/store.h"
 #include "minicluster/store_watch.h"
 #include "minicluster/wal.h"
 
@@ -126,8 +127,8 @@ Status StoreImpl::recover() {
   const std::string& dir = *opts_.dataDir;
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) return makeError(Code::Internal, "cannot create data directory " + dir + ": " +
-                                               ec.message());
+  if (ec)
+    return makeError(Code::Internal, "cannot create data directory " + dir + ": " + ec.message());
   std::vector<std::pair<uint64_t, std::string>> snapshots, segments;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
@@ -140,8 +141,8 @@ Status StoreImpl::recover() {
       segments.emplace_back(n, entry.path().string());
     }
   }
-  if (ec) return makeError(Code::Internal, "cannot list data directory " + dir + ": " +
-                                               ec.message());
+  if (ec)
+    return makeError(Code::Internal, "cannot list data directory " + dir + ": " + ec.message());
   std::sort(snapshots.begin(), snapshots.end());
   std::sort(segments.begin(), segments.end());
 
@@ -273,6 +274,7 @@ Result<ObjectPtr> StoreImpl::write(
   ObjectPtr result;
   {
     std::unique_lock lk(mu_);
+    if (!opened_) return makeError(Code::Unavailable, "store: write before open()");
     if (wal_ && wal_->failed()) {
       return makeError(Code::Unavailable, "store: write-ahead log failed; writes refused");
     }

@@ -1,8 +1,8 @@
 #include "minicluster/store_watch.h"
 
-#include <algorithm>
-
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 namespace strait::minicluster {
 
@@ -13,12 +13,12 @@ bool WatcherQueue::push(const EventPtr& ev) {
     ended_ = true;
     queue_.clear();
     ready_.notify_all();
-    spdlog::warn("watch ended reason=queue_full prefix={} limit={} rv={}", prefix_, limit_,
-                 ev->rv);
+    spdlog::warn("watch ended reason=queue_full prefix={} limit={} rv={}", prefix_, limit_, ev->rv);
     return false;
   }
   queue_.push_back(ev);
-  ready_.notify_one();
+  // The reader only ever waits on an empty queue.
+  if (queue_.size() == 1) ready_.notify_one();
   return true;
 }
 
@@ -54,8 +54,8 @@ void WatchHub::add(std::shared_ptr<WatcherQueue> w) {
 
 void WatchHub::remove(const WatcherQueue* w) {
   std::lock_guard lk(mu_);
-  auto it = std::find_if(watchers_.begin(), watchers_.end(),
-                         [&](const auto& p) { return p.get() == w; });
+  auto it =
+      std::find_if(watchers_.begin(), watchers_.end(), [&](const auto& p) { return p.get() == w; });
   if (it != watchers_.end()) {
     std::swap(*it, watchers_.back());
     watchers_.pop_back();

@@ -4,6 +4,7 @@
 #include "minicluster/wal.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,8 +14,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-
-#include <spdlog/spdlog.h>
 
 namespace strait::minicluster::wal {
 
@@ -34,8 +33,7 @@ constexpr std::array<uint32_t, 256> makeCrcTable() {
 constexpr auto kCrcTable = makeCrcTable();
 
 Error ioError(const std::string& what, const std::string& path) {
-  return kube::makeError(kube::Code::Internal,
-                         what + " " + path + ": " + std::strerror(errno));
+  return kube::makeError(kube::Code::Internal, what + " " + path + ": " + std::strerror(errno));
 }
 
 void putU32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); }
@@ -427,10 +425,9 @@ void WalWriter::flushLoop() {
     }
     if (lastBatchRecords_ > 1 && pendingRecords_ < lastBatchRecords_ && !stopping_) {
       // Group forming: give the writers released by the last fsync a moment to come back.
-      auto window = std::min<std::chrono::microseconds>(lastSyncTime_ / 4,
-                                                        std::chrono::microseconds(1000));
-      work_.wait_for(lk, window,
-                     [&] { return pendingRecords_ >= lastBatchRecords_ || stopping_; });
+      auto window =
+          std::min<std::chrono::microseconds>(lastSyncTime_ / 4, std::chrono::microseconds(1000));
+      work_.wait_for(lk, window, [&] { return pendingRecords_ >= lastBatchRecords_ || stopping_; });
     }
     batch.clear();
     batch.swap(pending_);

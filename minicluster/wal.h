@@ -71,8 +71,8 @@ inline void encode(const Record& r, std::string& out) {
 bool decodePayload(std::string_view payload, Record& out);
 
 // File names.
-std::string segmentName(uint64_t firstRv);   // "wal-00000000000000000002.log"
-std::string snapshotName(uint64_t rv);       // "snapshot-00000000000000000002.snap"
+std::string segmentName(uint64_t firstRv);  // "wal-00000000000000000002.log"
+std::string snapshotName(uint64_t rv);      // "snapshot-00000000000000000002.snap"
 // Parses "<prefix><20 digits><suffix>"; false if `name` does not have that shape.
 bool parseNumbered(std::string_view name, std::string_view prefix, std::string_view suffix,
                    uint64_t& number);
@@ -147,13 +147,13 @@ class WalWriter {
   size_t lastBatchRecords_ = 0;   // append() calls covered by the previous fsync
   std::chrono::microseconds lastSyncTime_{0};
   Stats stats_;
-  uint64_t appended_ = 0;         // total bytes ever appended (tickets)
-  uint64_t durable_ = 0;          // total bytes written and fsync'd
-  bool flushing_ = false;         // the flusher is doing I/O outside mu_
+  uint64_t appended_ = 0;  // total bytes ever appended (tickets)
+  uint64_t durable_ = 0;   // total bytes written and fsync'd
+  bool flushing_ = false;  // the flusher is doing I/O outside mu_
   bool stopping_ = false;
-  std::string failure_;           // non-empty once I/O failed
-  int fd_ = -1;                   // current segment; I/O on it only by the flusher or by
-                                  // rotate() while !flushing_ and pending_ is empty
+  std::string failure_;  // non-empty once I/O failed
+  int fd_ = -1;          // current segment; I/O on it only by the flusher or by
+                         // rotate() while !flushing_ and pending_ is empty
 };
 
 }  // namespace strait::minicluster::wal

@@ -147,9 +147,8 @@ TEST(Store, ListByPrefixWithFilter) {
             (std::vector<std::string>{"/core/pods/default/a", "/core/pods/default/b"}));
   EXPECT_EQ(keys(s->list("/core/nodes/")), (std::vector<std::string>{"/core/nodes//n1"}));
   EXPECT_TRUE(s->list("/apps/").items.empty());
-  auto filtered = s->list("/core/pods/", [](const Object& o) {
-    return o.labels.at("k") == "/core/pods/default/b";
-  });
+  auto filtered = s->list(
+      "/core/pods/", [](const Object& o) { return o.labels.at("k") == "/core/pods/default/b"; });
   EXPECT_EQ(keys(filtered), (std::vector<std::string>{"/core/pods/default/b"}));
 }
 
@@ -379,8 +378,8 @@ TEST(Store, FanOutTo20WatchersIsFast) {
   EXPECT_EQ(delivered.load(), kWatchers * kEvents);
   double writeSec = std::chrono::duration<double>(written - start).count();
   double allSec = std::chrono::duration<double>(done - start).count();
-  std::printf("fan-out: %d events x %d watchers: writes %.0f/s, all delivered in %.3f s\n",
-              kEvents, kWatchers, kEvents / writeSec, allSec);
+  std::printf("fan-out: %d events x %d watchers: writes %.0f/s, all delivered in %.3f s\n", kEvents,
+              kWatchers, kEvents / writeSec, allSec);
   EXPECT_LT(allSec, 5.0);
 }
 

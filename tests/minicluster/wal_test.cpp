@@ -4,11 +4,10 @@
 #include "minicluster/wal.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
@@ -91,8 +90,8 @@ TEST(WalFormat, RecordRoundTrip) {
   EXPECT_EQ(r.fields.at("spec.nodeName"), "n1");
   // Truncated payloads are rejected, not read out of bounds.
   for (size_t cut = wal::kHeaderSize; cut < buf.size(); ++cut) {
-    EXPECT_FALSE(wal::decodePayload(std::string_view(buf).substr(wal::kHeaderSize,
-                                                                 cut - wal::kHeaderSize), r));
+    EXPECT_FALSE(wal::decodePayload(
+        std::string_view(buf).substr(wal::kHeaderSize, cut - wal::kHeaderSize), r));
   }
   uint64_t n = 0;
   EXPECT_TRUE(wal::parseNumbered(wal::segmentName(17), "wal-", ".log", n));
@@ -104,9 +103,9 @@ TEST_F(WalTest, ReopenRestoresObjectsAndContinuesRevisions) {
   {
     auto s = openOk(options());
     ASSERT_TRUE(s);
-    ASSERT_TRUE(s->create("/k/a", setTo("a1")).ok());  // 2
-    ASSERT_TRUE(s->create("/k/b", setTo("b1")).ok());  // 3
-    ASSERT_TRUE(s->update("/k/a", setTo("a2")).ok());  // 4
+    ASSERT_TRUE(s->create("/k/a", setTo("a1")).ok());    // 2
+    ASSERT_TRUE(s->create("/k/b", setTo("b1")).ok());    // 3
+    ASSERT_TRUE(s->update("/k/a", setTo("a2")).ok());    // 4
     ASSERT_TRUE(s->remove("/k/b", setTo("gone")).ok());  // 5
     EXPECT_EQ(s->revision(), 5u);
   }
@@ -287,12 +286,13 @@ TEST_F(WalTest, ConcurrentWritersShareFsyncs) {
               static_cast<unsigned long long>(st.syncs));
   EXPECT_LT(st.syncs * 4, st.records);  // on average more than 4 writers per fsync
   size_t n = 0;
-  ASSERT_TRUE(wal::readRecords(dir_ + "/" + wal::segmentName(2), false,
-                               [&](wal::Record&&) {
-                                 ++n;
-                                 return Status::OK();
-                               },
-                               nullptr)
+  ASSERT_TRUE(wal::readRecords(
+                  dir_ + "/" + wal::segmentName(2), false,
+                  [&](wal::Record&&) {
+                    ++n;
+                    return Status::OK();
+                  },
+                  nullptr)
                   .ok());
   EXPECT_EQ(n, static_cast<size_t>(kThreads * kPerThread));
 }
@@ -395,9 +395,9 @@ TEST_F(WalTest, AcknowledgedWritesSurviveSigkill) {
   auto next = s->create("/after/restart", setTo("x"));
   ASSERT_TRUE(next.ok());
   EXPECT_GT((*next)->rv, maxRv);
-  std::printf("sigkill test: %zu acknowledged writes checked, max acked rv %llu, reopened at %llu\n",
-              count, static_cast<unsigned long long>(maxRv),
-              static_cast<unsigned long long>(s->revision()));
+  std::printf(
+      "sigkill test: %zu acknowledged writes checked, max acked rv %llu, reopened at %llu\n", count,
+      static_cast<unsigned long long>(maxRv), static_cast<unsigned long long>(s->revision()));
 }
 
 }  // namespace
