@@ -1,5 +1,6 @@
 // `strait minicluster`: the composition root of the embedded Kubernetes API server.
 #include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -27,8 +28,8 @@ struct MiniclusterFlags {
 };
 
 int runMinicluster(const MiniclusterFlags& f) {
-  auto level = spdlog::level::from_str(f.logLevel);
-  spdlog::set_level(level);
+  spdlog::set_default_logger(spdlog::stderr_color_mt("strait"));
+  spdlog::set_level(spdlog::level::from_str(f.logLevel));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   minicluster::ApiServerOptions o;
   o.name = f.name;

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace strait::kube {
 
@@ -35,12 +36,23 @@ const char* reasonOf(Code c);
 // Inverse of httpCode/reason, for clients reading a Status object.
 Code codeFromReason(const std::string& reason, int http);
 
+// One reason an object was refused (Status.details.causes), e.g. FieldValueInvalid on
+// metadata.name.
+struct Cause {
+  std::string reason;   // FieldValueInvalid, FieldValueRequired, FieldValueDuplicate, ...
+  std::string field;    // "metadata.name"
+  std::string message;  // what is wrong with it
+};
+
 // An error: a code plus a human-readable message saying what and where.
 struct Error {
   Code code = Code::Internal;
   std::string message;
   // Optional extra detail for Status.details (e.g. field causes); may be empty.
   std::string field;
+  std::string name;  // details.name: the object concerned, when known
+  std::string kind;  // details.kind: its kind (Invalid) or resource (NotFound, Conflict)
+  std::vector<Cause> causes;
 };
 
 inline Error makeError(Code c, std::string msg, std::string field = {}) {

@@ -7,9 +7,11 @@
 #include <chrono>
 #include <thread>
 
+#include "kube/json_parse.h"
 #include "kube/object.h"
 #include "kube/patch.h"
 #include "kube/yaml_json.h"
+#include "minicluster/apply.h"
 #include "minicluster/strategy.h"
 
 namespace strait::minicluster {
@@ -64,12 +66,20 @@ std::string conflictMessage(const ResourceInfo& info, const std::string& name) {
 }
 
 Result<json> parseBody(const std::string& body, bool yaml) {
-  if (yaml) return kube::yamlToJson(body);
-  try {
-    return json::parse(body);
-  } catch (const json::parse_error& e) {
-    return makeError(Code::BadRequest, std::string("error decoding request body: ") + e.what());
+  if (kube::bracketDepth(body) > kube::kMaxJsonDepth) {
+    return makeError(Code::BadRequest, "error decoding patch: nested too deeply");
   }
+  if (yaml) return kube::yamlToJson(body);
+  auto r = kube::parseJson(body);
+  if (!r) return makeError(Code::BadRequest, "error decoding patch: " + r.error().message);
+  return r;
+}
+
+kube::Error alreadyExists(const ResourceInfo& info, const std::string& name) {
+  auto e = makeError(Code::AlreadyExists, info.groupResource() + " \"" + name + "\" already exists");
+  e.name = name;
+  e.kind = info.resource;
+  return e;
 }
 
 bool allowsCreateOnUpdate(const ResourceInfo& info) {
@@ -94,7 +104,10 @@ std::string Rest::prefix(const ResourceInfo& info, const std::string& ns) {
 }
 
 kube::Error Rest::notFound(const ResourceInfo& info, const std::string& name) {
-  return makeError(Code::NotFound, info.groupResource() + " \"" + name + "\" not found");
+  auto e = makeError(Code::NotFound, info.groupResource() + " \"" + name + "\" not found");
+  e.name = name;
+  e.kind = info.resource;
+  return e;
 }
 
 Result<ObjectPtr> Rest::get(const ResourceInfo& info, const std::string& ns,
@@ -278,7 +291,7 @@ Result<ObjectPtr> Rest::create(const ResourceInfo& info, const std::string& ns, 
   }
   const std::string nsName = info.namespaced ? meta["namespace"].get<std::string>() : "";
   for (const char* k : {"uid", "resourceVersion", "deletionTimestamp",
-                        "deletionGracePeriodSeconds", "selfLink", "managedFields"}) {
+                        "deletionGracePeriodSeconds", "selfLink"}) {
     meta.erase(k);
   }
   meta["creationTimestamp"] = kube::rfc3339Now();
@@ -293,8 +306,7 @@ Result<ObjectPtr> Rest::create(const ResourceInfo& info, const std::string& ns, 
     std::string name = meta["name"];
     if (opts.dryRun) {
       if (store_.get(key(info, nsName, name))) {
-        return makeError(Code::AlreadyExists,
-                         info.groupResource() + " \"" + name + "\" already exists");
+        return alreadyExists(info, name);
       }
       json copy = obj;
       auto sealed = seal(info, copy, store_.revision());
@@ -312,8 +324,7 @@ Result<ObjectPtr> Rest::create(const ResourceInfo& info, const std::string& ns, 
     if (r) return r;
     if (r.error().code == Code::AlreadyExists) {
       if (generated) continue;
-      return makeError(Code::AlreadyExists,
-                       info.groupResource() + " \"" + name + "\" already exists");
+      return alreadyExists(info, name);
     }
     return r.error();
   }
@@ -469,22 +480,39 @@ Result<ObjectPtr> Rest::patch(const ResourceInfo& info, const std::string& ns,
   } else if (type != "application/json-patch+json" && !patchJson.is_object()) {
     return makeError(Code::BadRequest, "the patch must be a JSON object");
   }
+  const std::string manager = opts.fieldManager;
+  if (apply && manager.empty()) {
+    return makeError(Code::BadRequest,
+                     "PATCH with application/apply-patch+yaml requires the fieldManager "
+                     "query parameter");
+  }
+  const json appliedSet = apply ? appliedFieldSet(patchJson, schema) : json::object();
   return write(
       info, ns, name, opts.subresource, opts.dryRun,
       [&](const json* cur) -> Result<json> {
-        if (!cur) {  // apply of an absent object creates it
+        if (!apply) {
+          if (type == "application/json-patch+json") return kube::applyJsonPatch(*cur, patchJson);
+          if (type == "application/merge-patch+json") return kube::applyMergePatch(*cur, patchJson);
+          return kube::applyStrategicMergePatch(*cur, patchJson, *schema);
+        }
+        // Server-side apply (see apply.h): merge the applied configuration into the live
+        // object (strategic merge for built-in kinds, merge patch for custom resources), then
+        // drop what this manager applied before and no longer applies.
+        if (!cur) {
           json obj = patchJson;
           if (info.namespaced) obj["metadata"]["namespace"] = ns;
+          recordApply(obj, manager, info.apiVersion(), appliedSet, kube::rfc3339Now());
           return obj;
         }
-        if (type == "application/json-patch+json") return kube::applyJsonPatch(*cur, patchJson);
-        if (type == "application/merge-patch+json") {
-          return kube::applyMergePatch(*cur, patchJson);
+        auto merged = schema ? kube::applyStrategicMergePatch(*cur, patchJson, *schema)
+                             : kube::applyMergePatch(*cur, patchJson);
+        if (!merged) return merged;
+        json before = managedApplySet(*cur, manager);
+        if (before != appliedSet) {
+          removeFieldSet(*merged, removedFields(before, appliedSet));
+          recordApply(*merged, manager, info.apiVersion(), appliedSet, kube::rfc3339Now());
         }
-        // Strategic merge, and server-side apply approximated as a strategic merge (custom
-        // resources: merge patch) of the applied configuration onto the live object.
-        if (schema) return kube::applyStrategicMergePatch(*cur, patchJson, *schema);
-        return kube::applyMergePatch(*cur, patchJson);
+        return merged;
       },
       apply && opts.subresource.empty());
 }

@@ -179,7 +179,18 @@ std::string podQosClass(const json& pod) {
   return guaranteed ? "Guaranteed" : "Burstable";
 }
 
+static void dropUnknownFields(const ResourceInfo& info, json& obj) {
+  for (const auto& path : unknownFields(info, obj)) {
+    if (path.rfind("metadata.", 0) == 0) {
+      obj["metadata"].erase(path.substr(9));
+    } else {
+      obj.erase(path);
+    }
+  }
+}
+
 void prepareForCreate(const ResourceInfo& info, json& obj) {
+  dropUnknownFields(info, obj);
   json& meta = obj["metadata"];
   if (obj.contains("spec") || info.custom) meta["generation"] = 1;
   if (hasStatusSubresource(info) && !is(info, "", "nodes")) obj.erase("status");
@@ -230,7 +241,9 @@ void prepareForUpdate(const ResourceInfo& info, const std::string& subresource, 
       meta.erase(k);
     }
   }
-  meta.erase("managedFields");
+  if (!meta.contains("managedFields") && oldMeta.contains("managedFields")) {
+    meta["managedFields"] = oldMeta["managedFields"];
+  }
   meta.erase("selfLink");
   if (is(info, "", "namespaces")) {
     meta["labels"]["kubernetes.io/metadata.name"] = oldMeta.value("name", "");
@@ -277,6 +290,7 @@ void prepareForUpdate(const ResourceInfo& info, const std::string& subresource, 
     return;
   }
 
+  dropUnknownFields(info, obj);
   // Main resource: keep the stored status where status is a subresource.
   if (hasStatusSubresource(info)) {
     if (old.contains("status")) {
@@ -307,14 +321,20 @@ void prepareForUpdate(const ResourceInfo& info, const std::string& subresource, 
 }
 
 kube::Status validateObject(const ResourceInfo& info, const json& obj, bool isCreate) {
-  std::vector<std::string> problems;
+  std::vector<kube::Cause> causes;
   const json& meta = obj["metadata"];
   std::string name = meta.value("name", "");
   auto add = [&](const std::string& field, const std::string& value, const std::string& msg) {
-    problems.push_back(field + ": Invalid value: \"" + value + "\": " + msg);
+    causes.push_back({"FieldValueInvalid", field, "Invalid value: \"" + value + "\": " + msg});
+  };
+  auto required = [&](const std::string& field, const std::string& msg = "") {
+    causes.push_back({"FieldValueRequired", field, "Required value" + (msg.empty() ? "" : ": " + msg)});
+  };
+  auto invalid = [&](const std::string& field, const std::string& msg) {
+    causes.push_back({"FieldValueInvalid", field, "Invalid value: " + msg});
   };
   if (name.empty()) {
-    problems.push_back("metadata.name: Required value: name or generateName is required");
+    required("metadata.name", "name or generateName is required");
   } else {
     std::vector<std::string> errs;
     if (is(info, "", "namespaces")) {
@@ -328,7 +348,7 @@ kube::Status validateObject(const ResourceInfo& info, const json& obj, bool isCr
   }
   if (meta.contains("labels")) {
     if (!meta["labels"].is_object()) {
-      problems.push_back("metadata.labels: Invalid value: must be a map of strings");
+      invalid("metadata.labels", "must be a map of strings");
     } else {
       for (auto& [k, v] : meta["labels"].items()) {
         for (const auto& e : kube::validateLabelKey(k)) add("metadata.labels", k, e);
@@ -344,7 +364,7 @@ kube::Status validateObject(const ResourceInfo& info, const json& obj, bool isCr
   }
   if (meta.contains("annotations") && !meta["annotations"].is_null()) {
     if (!meta["annotations"].is_object()) {
-      problems.push_back("metadata.annotations: Invalid value: must be a map of strings");
+      invalid("metadata.annotations", "must be a map of strings");
     } else {
       for (auto& [k, v] : meta["annotations"].items()) {
         if (!v.is_string()) add("metadata.annotations", k, "annotation values must be strings");
@@ -353,12 +373,12 @@ kube::Status validateObject(const ResourceInfo& info, const json& obj, bool isCr
   }
   if (meta.contains("finalizers") && !meta["finalizers"].is_null() &&
       !meta["finalizers"].is_array()) {
-    problems.push_back("metadata.finalizers: Invalid value: must be a list of strings");
+    invalid("metadata.finalizers", "must be a list of strings");
   }
   auto checkContainers = [&](const json& spec, const std::string& path) {
     if (!spec.is_object() || !spec.contains("containers") || !spec["containers"].is_array() ||
         spec["containers"].empty()) {
-      problems.push_back(path + ".containers: Required value");
+      required(path + ".containers");
       return;
     }
     std::set<std::string> names;
@@ -366,20 +386,20 @@ kube::Status validateObject(const ResourceInfo& info, const json& obj, bool isCr
       const json& c = spec["containers"][i];
       std::string p = path + ".containers[" + std::to_string(i) + "]";
       if (!c.is_object()) {
-        problems.push_back(p + ": Invalid value: must be an object");
+        invalid(p, "must be an object");
         continue;
       }
       std::string cname = c.value("name", "");
       if (cname.empty()) {
-        problems.push_back(p + ".name: Required value");
+        required(p + ".name");
       } else {
         for (const auto& e : kube::validateDns1123Label(cname)) add(p + ".name", cname, e);
         if (!names.insert(cname).second) {
-          problems.push_back(p + ".name: Duplicate value: \"" + cname + "\"");
+          causes.push_back({"FieldValueDuplicate", p + ".name", "Duplicate value: \"" + cname + "\""});
         }
       }
       if (!c.contains("image") || !c["image"].is_string() || c["image"] == "") {
-        problems.push_back(p + ".image: Required value");
+        required(p + ".image");
       }
     }
   };
@@ -388,24 +408,26 @@ kube::Status validateObject(const ResourceInfo& info, const json& obj, bool isCr
   } else if (is(info, "apps", "deployments") || is(info, "apps", "replicasets")) {
     const json spec = obj.value("spec", json::object());
     if (!spec.contains("selector") || !spec["selector"].is_object()) {
-      problems.push_back("spec.selector: Required value");
+      required("spec.selector");
     }
     if (!spec.contains("template") || !spec["template"].is_object()) {
-      problems.push_back("spec.template: Required value");
+      required("spec.template");
     } else {
       checkContainers(spec["template"].value("spec", json::object()), "spec.template.spec");
     }
   }
-  if (problems.empty()) return kube::Status::OK();
+  if (causes.empty()) return kube::Status::OK();
   std::string msg = kindLabel(info) + " \"" + name + "\" is invalid: ";
-  if (problems.size() == 1) {
-    msg += problems[0];
-  } else {
-    msg += "[";
-    for (size_t i = 0; i < problems.size(); ++i) msg += (i ? ", " : "") + problems[i];
-    msg += "]";
+  if (causes.size() > 1) msg += "[";
+  for (size_t i = 0; i < causes.size(); ++i) {
+    msg += (i ? ", " : "") + causes[i].field + ": " + causes[i].message;
   }
-  return kube::makeError(kube::Code::Invalid, msg);
+  if (causes.size() > 1) msg += "]";
+  auto e = kube::makeError(kube::Code::Invalid, msg);
+  e.name = name;
+  e.kind = info.kind;
+  e.causes = std::move(causes);
+  return e;
 }
 
 std::vector<std::string> unknownFields(const ResourceInfo& info, const json& obj) {
