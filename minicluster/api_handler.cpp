@@ -9,6 +9,8 @@
 #include "kube/object.h"
 #include "kube/patch.h"
 #include "kube/yaml_json.h"
+#include "kube/json_parse.h"
+#include "minicluster/protobuf_codec.h"
 #include "minicluster/request_info.h"
 
 namespace strait::minicluster {
@@ -108,7 +110,8 @@ void reply(Responder& out, int code, std::string body,
 void replyError(Responder& out, const kube::Error& e, const std::string& name = {},
                 const ResourceInfo* info = nullptr) {
   reply(out, kube::httpCode(e.code),
-        statusBody(e, name, info ? info->group : "", info ? info->resource : ""));
+        statusBody(e, e.name.empty() ? name : e.name, info ? info->group : "",
+                   !e.kind.empty() ? e.kind : info ? info->resource : ""));
 }
 
 std::string successStatus(const ResourceInfo& info, const json& obj) {
@@ -139,8 +142,6 @@ std::string listBody(const ResourceInfo& info, const ListPage& page) {
   body += "]}";
   return body;
 }
-
-long long nowSeconds() { return static_cast<long long>(std::time(nullptr)); }
 
 std::string tableBody(const Registry& registry, const ResourceInfo& info,
                       const std::vector<ObjectPtr>& items, const json& listMeta,
@@ -207,23 +208,29 @@ Result<WriteOptions> writeOptions(const HttpRequest& req, const std::string& sub
 
 Result<json> parseBody(const HttpRequest& req) {
   std::string ct = lower(req.header("content-type"));
+  std::string mediaType = ct.substr(0, ct.find(';'));
+  while (!mediaType.empty() && mediaType.back() == ' ') mediaType.pop_back();
   if (req.body.empty()) return makeError(Code::BadRequest, "the request body is empty");
-  if (ct.find("yaml") != std::string::npos) {
+  if (mediaType == "application/yaml") {
+    if (kube::bracketDepth(req.body) > kube::kMaxJsonDepth) {
+      return makeError(Code::BadRequest, "error decoding YAML: nested too deeply");
+    }
     auto r = kube::yamlToJson(req.body);
     if (!r) return makeError(Code::BadRequest, "error decoding YAML: " + r.error().message);
     return r;
   }
-  if (ct.find("protobuf") != std::string::npos) {
+  if (mediaType == "application/vnd.kubernetes.protobuf") {
+    return decodeKubernetesProtobuf(req.body);
+  }
+  if (!mediaType.empty() && mediaType != "application/json") {
     return makeError(Code::UnsupportedMediaType,
                      "the body of the request was in an unknown format - accepted media types "
-                     "include: application/json, application/yaml");
+                     "include: application/json, application/yaml, "
+                     "application/vnd.kubernetes.protobuf");
   }
-  try {
-    return json::parse(req.body);
-  } catch (const json::parse_error& e) {
-    return makeError(Code::BadRequest,
-                     std::string("error decoding request body as JSON: ") + e.what());
-  }
+  auto r = kube::parseJson(req.body);
+  if (!r) return makeError(Code::BadRequest, "error decoding request body as JSON: " + r.error().message);
+  return r;
 }
 
 Result<DeleteOptions> deleteOptions(const HttpRequest& req) {
@@ -296,11 +303,17 @@ std::string statusBody(const kube::Error& e, const std::string& name, const std:
             {"message", e.message},
             {"reason", kube::reasonOf(e.code)},
             {"code", kube::httpCode(e.code)}};
-  if (!name.empty() || !kind.empty()) {
+  if (!name.empty() || !kind.empty() || !e.causes.empty()) {
     json d = json::object();
     if (!name.empty()) d["name"] = name;
     if (!group.empty()) d["group"] = group;
     if (!kind.empty()) d["kind"] = kind;
+    if (!e.causes.empty()) {
+      d["causes"] = json::array();
+      for (const auto& c : e.causes) {
+        d["causes"].push_back({{"reason", c.reason}, {"message", c.message}, {"field", c.field}});
+      }
+    }
     s["details"] = d;
   }
   return s.dump();
@@ -771,10 +784,12 @@ void ApiHandler::handleScale(const HttpRequest& req, Responder& out, const Resou
     desired = std::move(*body);
   } else if (req.method == "PATCH") {
     std::string ct = req.header("content-type");
-    json patch = json::parse(req.body, nullptr, false);
-    if (patch.is_discarded()) {
-      return replyError(out, makeError(Code::BadRequest, "the patch is not valid JSON"));
+    auto parsed = kube::parseJson(req.body);
+    if (!parsed) {
+      return replyError(out, makeError(Code::BadRequest, "the patch is not valid JSON: " +
+                                                             parsed.error().message));
     }
+    json patch = std::move(*parsed);
     auto r = ct.find("json-patch") != std::string::npos ? kube::applyJsonPatch(scale, patch)
                                                          : kube::applyMergePatch(scale, patch);
     if (!r) return replyError(out, r.error());

@@ -11,7 +11,6 @@
 
 // tests/CMakeLists globs only tests/e2e/*_test.cpp into e2e_tests; the fixture's
 // implementation is compiled here, once, until the glob also picks up support files.
-#include "e2e/cluster_fixture.cpp"  // NOLINT(bugprone-suspicious-include)
 
 namespace strait::e2e {
 namespace {
