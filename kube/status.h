@@ -56,7 +56,11 @@ struct Error {
 };
 
 inline Error makeError(Code c, std::string msg, std::string field = {}) {
-  return Error{c, std::move(msg), std::move(field)};
+  Error e;
+  e.code = c;
+  e.message = std::move(msg);
+  e.field = std::move(field);
+  return e;
 }
 
 // Result<T>: either a value or an Error (a minimal std::expected for C++20).

@@ -933,12 +933,15 @@ void ApiHandler::deleteCrd(const HttpRequest& req, Responder& out, const Resourc
   // customresourcecleanup finalizer), then stop serving it.
   auto all = store_.list("/" + group + "/" + plural + "/");
   for (const auto& o : all.items) {
-    store_.remove(o->key, [&](const ObjectPtr& c, uint64_t rv) -> Result<NewObject> {
+    auto removed = store_.remove(o->key, [&](const ObjectPtr& c, uint64_t rv) -> Result<NewObject> {
       json obj = json::parse(c->json);
       obj["metadata"]["resourceVersion"] = std::to_string(rv);
       obj["metadata"]["deletionTimestamp"] = kube::rfc3339Now();
       return NewObject{obj.dump(), c->labels, c->fields};
     });
+    if (!removed && removed.error().code != Code::NotFound) {
+      return replyError(out, removed.error(), name, &info);
+    }
   }
   registry_.removeCustom(name);
   auto r = rest_.remove(info, "", name, *dopts);
