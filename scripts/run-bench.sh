@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs the benchmarks built in <build-dir> and prints their figures (`make bench`).
+# Builds nothing: `make bench` builds first.
+#
+#   ./scripts/run-bench.sh <build-dir> [extra apiserver_bench flags, e.g. --pods 2000]
+#
+# The API-server benchmark runs twice: in-memory (the default minicluster) and --durable
+# (data dir with an fsync'd write-ahead log). Set BENCH_JSON=1 for JSON lines instead of
+# tables. Exits non-zero if a run failed (write errors, incomplete watchers, no server).
+set -euo pipefail
+
+BUILD=${1:?usage: run-bench.sh <build-dir> [apiserver_bench flags]}
+shift
+BENCH="$BUILD/bench/apiserver_bench"
+STRAIT="$BUILD/strait"
+for f in "$BENCH" "$STRAIT"; do
+  if [ ! -x "$f" ]; then
+    echo "run-bench: $f not built (run: make bench)" >&2
+    exit 1
+  fi
+done
+
+extra=("$@")
+if [ "${BENCH_JSON:-0}" = 1 ]; then
+  extra+=(--json)
+fi
+
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+status=0
+"$BENCH" --strait "$STRAIT" "${extra[@]}" || status=1
+"$BENCH" --strait "$STRAIT" --durable "${extra[@]}" || status=1
+echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+exit $status
