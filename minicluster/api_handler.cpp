@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <thread>
 
 #include "kube/object.h"
 #include "kube/patch.h"
@@ -99,7 +100,7 @@ void reply(Responder& out, int code, std::string body,
     for (const auto& s : warnings) {
       if (!w.empty()) w += ", ";
       json quoted = s;
-      w += "299 - " + quoted.dump();
+      w += "299 - " + quoted.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     r.headers["Warning"] = w;
   }
@@ -124,7 +125,7 @@ std::string successStatus(const ResourceInfo& info, const json& obj) {
               {"group", info.group},
               {"kind", info.resource},
               {"uid", obj["metadata"].value("uid", "")}}}};
-  return s.dump();
+  return s.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string listBody(const ResourceInfo& info, const ListPage& page) {
@@ -132,7 +133,7 @@ std::string listBody(const ResourceInfo& info, const ListPage& page) {
   if (!page.continueToken.empty()) meta["continue"] = page.continueToken;
   if (page.remainingItemCount >= 0) meta["remainingItemCount"] = page.remainingItemCount;
   std::string body = "{\"kind\":\"" + info.listKind + "\",\"apiVersion\":\"" +
-                     info.apiVersion() + "\",\"metadata\":" + meta.dump() + ",\"items\":[";
+                     info.apiVersion() + "\",\"metadata\":" + meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + ",\"items\":[";
   bool first = true;
   for (const auto& o : page.items) {
     if (!first) body += ',';
@@ -149,7 +150,7 @@ std::string tableBody(const Registry& registry, const ResourceInfo& info,
   std::vector<json> objs;
   objs.reserve(items.size());
   for (const auto& o : items) objs.push_back(json::parse(o->json));
-  return registry.toTable(info, objs, listMeta, includeObject).dump();
+  return registry.toTable(info, objs, listMeta, includeObject).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Result<ListOptions> listOptions(const HttpRequest& req) {
@@ -316,13 +317,25 @@ std::string statusBody(const kube::Error& e, const std::string& name, const std:
     }
     s["details"] = d;
   }
-  return s.dump();
+  return s.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 ApiHandler::ApiHandler(Store& store, Registry& registry, Rest& rest)
     : store_(store), registry_(registry), rest_(rest) {}
 
 void ApiHandler::handle(const HttpRequest& req, Responder& out) {
+  try {
+    dispatch(req, out);
+  } catch (const std::exception& e) {
+    // A bug, not bad input: bad input is answered with a 4xx before anything can throw.
+    spdlog::error("event=handler_exception method={} path={} error=\"{}\"", req.method,
+                  req.path, e.what());
+    reply(out, 500, statusBody(makeError(Code::Internal, "internal error while handling the "
+                                                         "request")));
+  }
+}
+
+void ApiHandler::dispatch(const HttpRequest& req, Responder& out) {
   const std::string& path = req.path;
   if (path == "/healthz" || path == "/livez" || path == "/readyz" ||
       path.rfind("/healthz/", 0) == 0 || path.rfind("/livez/", 0) == 0 ||
@@ -340,7 +353,7 @@ void ApiHandler::handle(const HttpRequest& req, Responder& out) {
               {"goVersion", "go1.23.0"},
               {"compiler", "gc"},
               {"platform", "linux/amd64"}};
-    reply(out, 200, v.dump());
+    reply(out, 200, v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return;
   }
   if (req.user.empty()) {
@@ -348,7 +361,7 @@ void ApiHandler::handle(const HttpRequest& req, Responder& out) {
     return;
   }
   if (path == "/openapi/v3" || path == "/openapi/v3/") {
-    reply(out, 200, registry_.openApiIndex().dump());
+    reply(out, 200, registry_.openApiIndex().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return;
   }
   if (path.rfind("/openapi/v3/", 0) == 0) {
@@ -384,13 +397,13 @@ void ApiHandler::handleDiscovery(const HttpRequest& req, Responder& out, const R
         std::string v = m.params.count("v") ? m.params.at("v") : "";
         if (v != "v2" && v != "v2beta1") continue;
         reply(out, 200,
-              registry_.aggregatedDiscovery(legacy, "apidiscovery.k8s.io/" + v).dump(),
+              registry_.aggregatedDiscovery(legacy, "apidiscovery.k8s.io/" + v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
               "application/json;g=apidiscovery.k8s.io;v=" + v + ";as=APIGroupDiscoveryList");
         return;
       }
       if (!m.params.count("as") && acceptsJson(m)) break;
     }
-    reply(out, 200, legacy ? registry_.apiVersions().dump() : registry_.apiGroupList().dump());
+    reply(out, 200, legacy ? registry_.apiVersions().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : registry_.apiGroupList().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return;
   }
   if (ri.discoveryDepth == 2) {  // /apis/G
@@ -400,7 +413,7 @@ void ApiHandler::handleDiscovery(const HttpRequest& req, Responder& out, const R
         json doc = g;
         doc["kind"] = "APIGroup";
         doc["apiVersion"] = "v1";
-        reply(out, 200, doc.dump());
+        reply(out, 200, doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
         return;
       }
     }
@@ -555,7 +568,7 @@ void ApiHandler::handleResource(const HttpRequest& req, Responder& out, const Re
     if (!r) return replyError(out, r.error(), name, &info);
     json s = {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()},
               {"status", "Success"}, {"code", 201}};
-    reply(out, 201, s.dump());
+    reply(out, 201, s.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return;
   }
   if (info.group == "apiextensions.k8s.io" && sub.empty() &&
@@ -677,20 +690,29 @@ void ApiHandler::handleWatch(const HttpRequest& req, Responder& out, const Resou
   if (!out.startStream(200, {{"Content-Type", ct}, {"Cache-Control", "no-cache, private"}})) {
     return;
   }
-  auto render = [&](const ObjectPtr& o) -> std::string {
-    if (!table) return o->json;
-    json meta = json::object();
-    return tableBody(registry_, info, {o}, meta, "Metadata");
-  };
   if (!watch) {
     // Too old: one ERROR event carrying a 410 Status, then the stream ends.
     out.writeChunk(eventLine("ERROR", statusBody(watch.error())));
     return;
   }
+  // Events are appended straight into the outgoing batch: the stored JSON is copied once
+  // per watcher, never re-serialized.
   std::string batch;
+  auto append = [&](const char* type, const ObjectPtr& o) {
+    batch += "{\"type\":\"";
+    batch += type;
+    batch += "\",\"object\":";
+    if (table) {
+      batch += tableBody(registry_, info, {o}, json::object(), "Metadata");
+    } else {
+      batch += o->json;
+    }
+    batch += "}\n";
+  };
+  constexpr size_t kFlushBytes = 256 * 1024;
   for (const auto& o : initialItems) {
-    batch += eventLine("ADDED", render(o));
-    if (batch.size() > 256 * 1024) {
+    append("ADDED", o);
+    if (batch.size() > kFlushBytes) {
       if (!out.writeChunk(batch)) return;
       batch.clear();
     }
@@ -701,20 +723,26 @@ void ApiHandler::handleWatch(const HttpRequest& req, Responder& out, const Resou
               {"apiVersion", info.apiVersion()},
               {"metadata", {{"resourceVersion", std::to_string(rv)}}}};
     if (initialEnd) b["metadata"]["annotations"] = {{"k8s.io/initial-events-end", "true"}};
-    return eventLine("BOOKMARK", b.dump());
+    return eventLine("BOOKMARK", b.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   };
   if (sendInitial) batch += bookmark(startRv, true);
   if (!batch.empty() && !out.writeChunk(batch)) return;
 
   const auto deadline = Clock::now() + std::chrono::seconds(timeout);
   auto nextBookmark = Clock::now() + std::chrono::seconds(5);
-  while (!stopping_ && !out.clientGone()) {
+  bool firstWait = true;
+  while (!stopping_) {
     auto now = Clock::now();
     if (timeout > 0 && now >= deadline) break;
-    auto wait = std::min<Clock::duration>(std::chrono::milliseconds(500),
-                                          timeout > 0 ? deadline - now : std::chrono::hours(1));
+    // The first wait does not block, so a client that is already gone is noticed at once.
+    auto wait = firstWait ? Clock::duration::zero()
+                          : std::min<Clock::duration>(
+                                std::chrono::milliseconds(500),
+                                timeout > 0 ? deadline - now : std::chrono::hours(1));
+    firstWait = false;
     auto ev = (*watch)->next(std::chrono::duration_cast<std::chrono::milliseconds>(wait));
     if (!ev) {
+      // Idle: the only time to poll the connection; a failed write says the same when busy.
       if ((*watch)->ended() || out.clientGone()) break;
       if (bookmarks && Clock::now() >= nextBookmark) {
         if (!out.writeChunk(bookmark(lastRv, false))) break;
@@ -722,27 +750,26 @@ void ApiHandler::handleWatch(const HttpRequest& req, Responder& out, const Resou
       }
       continue;
     }
+    // Let a burst gather so that one write carries many events.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
     batch.clear();
-    // Drain what is already queued into one chunk.
     for (std::optional<EventPtr> e = ev; e; e = (*watch)->next(std::chrono::milliseconds(0))) {
       const Event& event = **e;
       lastRv = event.rv;
-      bool now = false, before = false;
+      const bool before = event.prev && rest_.matches(*event.prev, opts);
       if (event.type == EventType::Deleted) {
-        before = event.prev && rest_.matches(*event.prev, opts);
-        if (before) batch += eventLine("DELETED", render(event.object));
+        if (before) append("DELETED", event.object);
       } else {
-        now = rest_.matches(*event.object, opts);
-        before = event.prev && rest_.matches(*event.prev, opts);
+        const bool now = rest_.matches(*event.object, opts);
         if (now && before) {
-          batch += eventLine("MODIFIED", render(event.object));
+          append("MODIFIED", event.object);
         } else if (now) {
-          batch += eventLine("ADDED", render(event.object));
+          append("ADDED", event.object);
         } else if (before) {
-          batch += eventLine("DELETED", render(event.object));
+          append("DELETED", event.object);
         }
       }
-      if (batch.size() > 256 * 1024) break;
+      if (batch.size() > kFlushBytes) break;
     }
     if (!batch.empty() && !out.writeChunk(batch)) break;
   }
@@ -773,7 +800,7 @@ void ApiHandler::handleScale(const HttpRequest& req, Responder& out, const Resou
   auto cur = rest_.get(info, ns, name);
   if (!cur) return replyError(out, cur.error(), name, &info);
   if (req.method == "GET") {
-    reply(out, 200, toScale(*cur).dump());
+    reply(out, 200, toScale(*cur).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return;
   }
   json scale = toScale(*cur);
@@ -810,7 +837,7 @@ void ApiHandler::handleScale(const HttpRequest& req, Responder& out, const Resou
     return kube::Status::OK();
   });
   if (!r) return replyError(out, r.error(), name, &info);
-  reply(out, 200, toScale(*r).dump());
+  reply(out, 200, toScale(*r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 void ApiHandler::handleBinding(const HttpRequest& req, Responder& out, const ResourceInfo& pods,
@@ -860,7 +887,7 @@ void ApiHandler::handleBinding(const HttpRequest& req, Responder& out, const Res
   if (!r) return replyError(out, r.error(), name, &pods);
   json s = {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()},
             {"status", "Success"}, {"code", 201}};
-  reply(out, 201, s.dump());
+  reply(out, 201, s.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 void ApiHandler::handleCrdWrite(const HttpRequest& req, Responder& out, const ResourceInfo& info,
@@ -937,7 +964,7 @@ void ApiHandler::deleteCrd(const HttpRequest& req, Responder& out, const Resourc
       json obj = json::parse(c->json);
       obj["metadata"]["resourceVersion"] = std::to_string(rv);
       obj["metadata"]["deletionTimestamp"] = kube::rfc3339Now();
-      return NewObject{obj.dump(), c->labels, c->fields};
+      return NewObject{obj.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), c->labels, c->fields};
     });
     if (!removed && removed.error().code != Code::NotFound) {
       return replyError(out, removed.error(), name, &info);

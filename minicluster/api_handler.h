@@ -23,6 +23,7 @@ class ApiHandler : public Handler {
   void shutdown() { stopping_ = true; }
 
  private:
+  void dispatch(const HttpRequest& req, Responder& out);
   void handleResource(const HttpRequest& req, Responder& out, const struct RequestInfo& ri);
   void handleDiscovery(const HttpRequest& req, Responder& out, const struct RequestInfo& ri);
   void handleWatch(const HttpRequest& req, Responder& out, const ResourceInfo& info,

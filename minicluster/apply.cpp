@@ -22,7 +22,7 @@ json fieldSet(const json& value, const kube::PatchSchema* schema) {
     } else if (v.is_array() && child && child->mergeList && !child->mergeKey.empty()) {
       json elems = json::object();
       for (const auto& item : v) {
-        elems["k:" + elementKey(item, child->mergeKey).dump()] = fieldSet(item, child);
+        elems["k:" + elementKey(item, child->mergeKey).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)] = fieldSet(item, child);
       }
       set[f] = elems;
     } else {

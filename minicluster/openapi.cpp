@@ -25,15 +25,10 @@
 #include <string>
 #include <vector>
 
-#include "minicluster/registry.h"
+#include "minicluster/registry_internal.h"
 
 namespace strait::minicluster::detail {
 
-// Declared in registry.cpp (keep in sync).
-json openApiDocumentFor(const std::string& group, const std::string& version,
-                        const std::vector<ResourceInfoPtr>& resources,
-                        const std::map<std::string, json>& crdSchemas);
-std::string openApiHash(const json& doc);
 
 namespace {
 

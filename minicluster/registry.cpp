@@ -15,29 +15,11 @@
 #include <set>
 #include <shared_mutex>
 
+#include "minicluster/registry_internal.h"
 #include "minicluster/tables.h"
 
 namespace strait::minicluster {
 
-namespace detail {
-// Defined in registry_builtin.cpp.
-struct SubresourceShape {
-  std::string group;
-  std::string version;
-  std::string kind;
-  std::vector<std::string> verbs;
-};
-std::vector<ResourceInfo> builtinResources();
-SubresourceShape subresourceShape(const ResourceInfo& info, const std::string& subresource);
-std::vector<std::string> builtinSelectableFields(const ResourceInfo& info);
-std::map<std::string, std::string> builtinFieldValues(const ResourceInfo& info, const json& obj);
-std::string selectableValue(const json& obj, const std::string& dottedPath);
-// Defined in openapi.cpp.
-json openApiDocumentFor(const std::string& group, const std::string& version,
-                        const std::vector<ResourceInfoPtr>& resources,
-                        const std::map<std::string, json>& crdSchemas);
-std::string openApiHash(const json& doc);
-}  // namespace detail
 
 namespace {
 

@@ -9,23 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "minicluster/registry.h"
+#include "minicluster/registry_internal.h"
 
 namespace strait::minicluster::detail {
 
-// --- Declarations shared with registry.cpp and openapi.cpp (no private header is owned by
-// this component's registry part; keep these in sync). ---
-struct SubresourceShape {
-  std::string group;
-  std::string version;
-  std::string kind;
-  std::vector<std::string> verbs;
-};
-std::vector<ResourceInfo> builtinResources();
-SubresourceShape subresourceShape(const ResourceInfo& info, const std::string& subresource);
-std::vector<std::string> builtinSelectableFields(const ResourceInfo& info);
-std::map<std::string, std::string> builtinFieldValues(const ResourceInfo& info, const json& obj);
-std::string selectableValue(const json& obj, const std::string& dottedPath);
 
 namespace {
 

@@ -185,7 +185,7 @@ Result<ListPage> Rest::list(const ResourceInfo& info, const std::string& ns,
   if (opts.limit > 0 && static_cast<int64_t>(all.items.size()) > opts.limit) {
     page.items.assign(all.items.begin(), all.items.begin() + opts.limit);
     json tok = {{"rv", page.rv}, {"start", page.items.back()->key}};
-    page.continueToken = base64(tok.dump());
+    page.continueToken = base64(tok.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     page.remainingItemCount = static_cast<int64_t>(all.items.size()) - opts.limit;
   } else {
     page.items = std::move(all.items);
@@ -196,7 +196,8 @@ Result<ListPage> Rest::list(const ResourceInfo& info, const std::string& ns,
 NewObject Rest::seal(const ResourceInfo& info, json& obj, uint64_t rv) const {
   obj["metadata"]["resourceVersion"] = std::to_string(rv);
   NewObject out;
-  out.json = obj.dump();
+  out.json = obj.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  out.json.shrink_to_fit();  // kept for the object's lifetime: no spare capacity
   if (obj["metadata"].contains("labels") && obj["metadata"]["labels"].is_object()) {
     for (auto& [k, v] : obj["metadata"]["labels"].items()) {
       if (v.is_string()) out.labels[k] = v.get<std::string>();
@@ -383,7 +384,7 @@ Result<ObjectPtr> Rest::write(const ResourceInfo& info, const std::string& ns,
     if (obj == old) return current;  // no-op: no new resourceVersion, no event
     if (dryRun) {
       auto o = std::make_shared<Object>(*current);
-      o->json = obj.dump();
+      o->json = obj.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       return ObjectPtr(o);
     }
     const auto& m = obj["metadata"];
@@ -629,7 +630,7 @@ Result<DeleteResult> Rest::remove(const ResourceInfo& info, const std::string& n
     if (finalizers.empty()) meta.erase("finalizers");
     if (opts.dryRun) {
       auto o = std::make_shared<Object>(*current);
-      o->json = obj.dump();
+      o->json = obj.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       return DeleteResult{ObjectPtr(o), false};
     }
     auto r = store_.update(k, [&](const ObjectPtr& c, uint64_t rv) -> Result<NewObject> {

@@ -620,6 +620,10 @@ TEST_F(ApiTest, BadInputGetsStatus) {
   check(call("POST", kCmPath, "[1,2]"), 400, "object");
   check(call("POST", kCmPath, R"({"metadata":{"name":"x","labels":{"a":1}}})"), 422, "label");
   check(call("GET", "/api/v1/widgets"), 404, "could not find");
+  // Invalid UTF-8 in a name (from the URL or a YAML body) is reported, never thrown.
+  check(call("GET", std::string(kCmPath) + "/bad\xff\xfename"), 404, "not found");
+  check(call("POST", kCmPath, "metadata:\n  name: \"a\xff\"\n", "application/yaml"), 422,
+        "invalid");
   check(call("GET", "/apis/nope.example.com/v1/things"), 404, "could not find");
   check(call("PUT", std::string(kCmPath) + "/a", cm("b")), 400, "does not match");
   auto yaml = call("POST", kCmPath, "metadata:\n  name: fromyaml\ndata:\n  k: v\n",
