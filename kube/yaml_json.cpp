@@ -1,5 +1,7 @@
 #include "kube/yaml_json.h"
 
+#include "kube/json_parse.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
@@ -85,22 +87,85 @@ Result<nlohmann::json> yamlToJson(std::string_view text) {
   return std::move((*docs)[0]);
 }
 
+namespace {
+
+// Splits a stream at "---" lines (document starts) and "..." lines (document ends).
+std::vector<std::string> splitDocuments(std::string_view text) {
+  std::vector<std::string> docs(1);
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = text.find('\n', i);
+    if (j == std::string_view::npos) j = text.size();
+    std::string_view line = text.substr(i, j - i);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    auto isMarker = [&](std::string_view m) {
+      if (line.substr(0, 3) != m) return false;
+      std::string_view rest = line.substr(3);
+      return rest.empty() || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '#';
+    };
+    if (isMarker("---") || isMarker("...")) {
+      docs.emplace_back();
+      // Content after "--- " on the same line belongs to the new document.
+      if (line.substr(0, 4) == "--- " && line.size() > 4) {
+        docs.back() += std::string(line.substr(4)) + "\n";
+      }
+    } else {
+      docs.back() += std::string(line) + "\n";
+    }
+    i = j + 1;
+  }
+  return docs;
+}
+
+// First character that is not whitespace or part of a comment line.
+char firstSignificant(const std::string& doc) {
+  size_t i = 0;
+  while (i < doc.size()) {
+    char c = doc[i];
+    if (c == '#') {
+      i = doc.find('\n', i);
+      if (i == std::string::npos) return 0;
+      continue;
+    }
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r') return c;
+    ++i;
+  }
+  return 0;
+}
+
+}  // namespace
+
 Result<std::vector<nlohmann::json>> yamlDocumentsToJson(std::string_view text) {
-  try {
-    std::vector<YAML::Node> nodes = YAML::LoadAll(std::string(text));
-    std::vector<nlohmann::json> out;
-    for (const auto& n : nodes) {
+  std::vector<nlohmann::json> out;
+  for (const std::string& doc : splitDocuments(text)) {
+    char first = firstSignificant(doc);
+    if (first == 0) continue;
+    if (first == '{' || first == '[') {
+      // A flow-style document is read as JSON: yaml-cpp 0.7 can loop forever on some
+      // malformed top-level flow collections (e.g. `{"a"}, b`), and every JSON document is
+      // valid YAML, which is what clients send in this form.
+      auto v = parseJson(doc);
+      if (!v) {
+        return makeError(Code::BadRequest,
+                         "yaml: a document that starts with '" + std::string(1, first) +
+                             "' must be valid JSON: " + v.error().message);
+      }
+      out.push_back(std::move(*v));
+      continue;
+    }
+    try {
+      YAML::Node n = YAML::Load(doc);
       if (n.IsNull() || !n.IsDefined()) continue;
       auto v = nodeToJson(n, 0);
       if (!v) return v.error();
       out.push_back(std::move(*v));
+    } catch (const YAML::Exception& e) {
+      return makeError(Code::BadRequest, describe(e));
+    } catch (const std::exception& e) {
+      return makeError(Code::BadRequest, std::string("yaml: ") + e.what());
     }
-    return out;
-  } catch (const YAML::Exception& e) {
-    return makeError(Code::BadRequest, describe(e));
-  } catch (const std::exception& e) {
-    return makeError(Code::BadRequest, std::string("yaml: ") + e.what());
   }
+  return out;
 }
 
 }  // namespace strait::kube

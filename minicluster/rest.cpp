@@ -204,6 +204,8 @@ NewObject Rest::seal(const ResourceInfo& info, json& obj, uint64_t rv) const {
     }
   }
   out.fields = registry_.fieldsOf(info, obj);
+  // A missing field selects as "", so empty values need not be kept (memory per object).
+  std::erase_if(out.fields, [](const auto& kv) { return kv.second.empty(); });
   return out;
 }
 

@@ -23,7 +23,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                  static_cast<int>(size), text.data(), second.error().message.c_str());
     std::abort();
   }
-  if (!(second.value() == first.value()) || second->toString() != canonical) {
+  // The value survives the round trip. The string may change once: as upstream, a binary
+  // quantity with no exact binary suffix prints as a plain integer ("62.5Ki" -> "64000"),
+  // which then reads back as decimal ("64k"); after that it is stable.
+  auto third = Quantity::parse(second->toString());
+  if (!(second.value() == first.value()) || !third.ok() ||
+      third->toString() != second->toString()) {
     std::fprintf(stderr, "round trip changed %.*s: %s -> %s\n", static_cast<int>(size), text.data(),
                  canonical.c_str(), second->toString().c_str());
     std::abort();
