@@ -13,6 +13,7 @@
 // Only HTTP/1.1 is offered (ALPN "http/1.1"); HTTP/2 is never negotiated.
 
 #include "minicluster/http_server.h"
+#include "minicluster/pki.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -91,16 +92,6 @@ constexpr size_t kLingerBytes = 8 * 1024 * 1024;
 
 // --- helpers -------------------------------------------------------------------------------------
 
-std::string opensslErrors() {
-  std::string out;
-  while (unsigned long e = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(e, buf, sizeof(buf));
-    if (!out.empty()) out += "; ";
-    out += buf;
-  }
-  return out;
-}
 
 // A Kubernetes Status object (failure) as JSON.
 std::string statusJson(int code, const char* reason, const std::string& message) {

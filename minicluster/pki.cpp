@@ -71,7 +71,7 @@ struct WipedString {
 // --- errors -----------------------------------------------------------------------------------
 
 // Drains the OpenSSL error queue into one string.
-std::string opensslErrors() {
+std::string drainOpensslErrors() {
   std::string out;
   while (unsigned long e = ERR_get_error()) {
     char buf[256];
@@ -83,7 +83,7 @@ std::string opensslErrors() {
 }
 
 Error sslError(const std::string& what, Code code = Code::Internal) {
-  return kube::makeError(code, "pki: " + what + ": " + opensslErrors());
+  return kube::makeError(code, "pki: " + what + ": " + drainOpensslErrors());
 }
 
 // --- PEM in/out -------------------------------------------------------------------------------
@@ -285,6 +285,8 @@ Error fileError(const std::string& what, const std::string& path, int err) {
 }
 
 }  // namespace
+
+std::string opensslErrors() { return drainOpensslErrors(); }
 
 Result<KeyPair> makeCa(const std::string& commonName, int days) {
   ERR_clear_error();

@@ -28,6 +28,9 @@ kube::Result<KeyPair> issueCert(const KeyPair& ca, const std::string& commonName
 kube::Result<std::string> signCsr(const KeyPair& ca, const std::string& csrPem, bool server,
                                   int days = 365);
 
+// Drains the calling thread's OpenSSL error queue into one "; "-separated string.
+std::string opensslErrors();
+
 // Writes a kubeconfig (YAML, certificate data inlined) for `user` to `path`, mode 0600.
 kube::Status writeKubeconfig(const std::string& path, const std::string& clusterName,
                              const std::string& serverUrl, const std::string& caPem,
