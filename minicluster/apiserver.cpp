@@ -11,12 +11,18 @@
 #include "minicluster/api_handler.h"
 #include "minicluster/controllers.h"
 #include "minicluster/http_server.h"
-#include "minicluster/pki.h"
+#include "kube/pki.h"
 #include "minicluster/registry.h"
 #include "minicluster/rest.h"
 #include "minicluster/store.h"
 
 namespace strait::minicluster {
+using kube::KeyPair;
+using kube::issueCert;
+using kube::makeCa;
+using kube::opensslErrors;
+using kube::signCsr;
+using kube::writeKubeconfig;
 namespace {
 
 using kube::Code;

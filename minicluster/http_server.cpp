@@ -13,7 +13,7 @@
 // Only HTTP/1.1 is offered (ALPN "http/1.1"); HTTP/2 is never negotiated.
 
 #include "minicluster/http_server.h"
-#include "minicluster/pki.h"
+#include "kube/pki.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -42,6 +42,12 @@
 #include <thread>
 
 namespace strait::minicluster {
+using kube::KeyPair;
+using kube::issueCert;
+using kube::makeCa;
+using kube::opensslErrors;
+using kube::signCsr;
+using kube::writeKubeconfig;
 
 // --- HttpRequest accessors ----------------------------------------------------------------------
 

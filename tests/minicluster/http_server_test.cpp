@@ -28,9 +28,15 @@
 #include <thread>
 #include <vector>
 
-#include "minicluster/pki.h"
+#include "kube/pki.h"
 
 namespace strait::minicluster {
+using kube::KeyPair;
+using kube::issueCert;
+using kube::makeCa;
+using kube::opensslErrors;
+using kube::signCsr;
+using kube::writeKubeconfig;
 namespace {
 
 using namespace std::chrono_literals;

@@ -1,5 +1,5 @@
 #pragma once
-// The minicluster's certificate authority (OpenSSL 3): a self-signed CA, a server
+// Certificate authority helpers (minicluster CA, peering identities) (OpenSSL 3): a self-signed CA, a server
 // certificate for the API server, and client certificates (CN = user, O = groups).
 
 #include <string>
@@ -7,7 +7,7 @@
 
 #include "kube/status.h"
 
-namespace strait::minicluster {
+namespace strait::kube {
 
 struct KeyPair {
   std::string certPem;
@@ -36,4 +36,4 @@ kube::Status writeKubeconfig(const std::string& path, const std::string& cluster
                              const std::string& serverUrl, const std::string& caPem,
                              const std::string& userName, const KeyPair& client);
 
-}  // namespace strait::minicluster
+}  // namespace strait::kube

@@ -1,10 +1,10 @@
-// The minicluster's certificate authority, on OpenSSL 3 EVP/X509 APIs.
+// Certificate authority helpers (minicluster CA, peering identities), on OpenSSL 3 EVP/X509 APIs.
 //
 // Every OpenSSL object lives in a unique_ptr with its free function as deleter; every OpenSSL
 // failure becomes a kube::Error carrying the OpenSSL error queue as text. Private keys pass
 // through secure-memory BIOs and are wiped from temporary buffers.
 
-#include "minicluster/pki.h"
+#include "kube/pki.h"
 
 #include <fcntl.h>
 #include <openssl/bio.h>
@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-namespace strait::minicluster {
+namespace strait::kube {
 namespace {
 
 using kube::Code;
@@ -447,4 +447,4 @@ Status writeKubeconfig(const std::string& path, const std::string& clusterName,
   return Status::OK();
 }
 
-}  // namespace strait::minicluster
+}  // namespace strait::kube

@@ -1,4 +1,4 @@
-#include "minicluster/pki.h"
+#include "kube/pki.h"
 
 #include <gtest/gtest.h>
 #include <openssl/bio.h>
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace strait::minicluster {
+namespace strait::kube {
 namespace {
 
 template <auto FreeFn>
@@ -332,4 +332,4 @@ TEST(PkiTest, KubeconfigRoundTripsWithMode0600) {
 }
 
 }  // namespace
-}  // namespace strait::minicluster
+}  // namespace strait::kube
