@@ -1,0 +1,258 @@
+#include "minicluster/local_informer.h"
+
+#include <spdlog/spdlog.h>
+
+namespace strait::minicluster {
+namespace {
+
+using json = nlohmann::json;
+constexpr auto kPollInterval = std::chrono::milliseconds(200);
+constexpr auto kRetryInterval = std::chrono::milliseconds(500);
+
+std::string stringAt(const json& obj, const char* a, const char* b) {
+  if (!obj.contains(a) || !obj[a].is_object()) return "";
+  const json& o = obj[a];
+  auto it = o.find(b);
+  if (it == o.end() || !it->is_string()) return "";
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+CachedPtr makeCached(const ObjectPtr& stored) {
+  if (!stored) return nullptr;
+  auto c = std::make_shared<CachedObject>();
+  c->stored = stored;
+  c->obj = json::parse(stored->json, nullptr, false);
+  if (c->obj.is_discarded() || !c->obj.is_object()) return nullptr;
+  c->ns = stringAt(c->obj, "metadata", "namespace");
+  c->name = stringAt(c->obj, "metadata", "name");
+  c->uid = stringAt(c->obj, "metadata", "uid");
+  return c;
+}
+
+std::string objectKey(const std::string& ns, const std::string& name) {
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+std::pair<std::string, std::string> splitObjectKey(const std::string& key) {
+  auto slash = key.find('/');
+  if (slash == std::string::npos) return {"", key};
+  return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+LocalInformer::LocalInformer(Store& store, std::string prefix)
+    : store_(store), prefix_(std::move(prefix)) {
+  indexFns_[kIndexNamespace] = [](const CachedObject& o) {
+    return o.ns.empty() ? std::vector<std::string>{} : std::vector<std::string>{o.ns};
+  };
+  indexFns_[kIndexNodeName] = [](const CachedObject& o) {
+    std::string node = stringAt(o.obj, "spec", "nodeName");
+    return node.empty() ? std::vector<std::string>{} : std::vector<std::string>{node};
+  };
+  indexFns_[kIndexOwnerUid] = [](const CachedObject& o) {
+    std::vector<std::string> uids;
+    const json& m = o.obj.contains("metadata") ? o.obj["metadata"] : json();
+    if (m.is_object() && m.contains("ownerReferences") && m["ownerReferences"].is_array()) {
+      for (const auto& ref : m["ownerReferences"]) {
+        if (ref.is_object() && ref.contains("uid") && ref["uid"].is_string()) {
+          uids.push_back(ref["uid"].get<std::string>());
+        }
+      }
+    }
+    return uids;
+  };
+}
+
+LocalInformer::~LocalInformer() { stop(); }
+
+void LocalInformer::addIndex(const std::string& name, IndexFunc fn) {
+  indexFns_[name] = std::move(fn);
+}
+
+void LocalInformer::addHandlers(InformerHandlers h) { handlers_.push_back(std::move(h)); }
+
+void LocalInformer::start() {
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] { run(); });
+}
+
+void LocalInformer::stop() {
+  stopping_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+bool LocalInformer::waitForSync(std::chrono::milliseconds timeout) const {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!synced_.load()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+CachedPtr LocalInformer::get(const std::string& ns, const std::string& name) const {
+  return getByKey(objectKey(ns, name));
+}
+
+CachedPtr LocalInformer::getByKey(const std::string& key) const {
+  std::shared_lock l(mu_);
+  auto it = items_.find(key);
+  return it == items_.end() ? nullptr : it->second;
+}
+
+std::vector<CachedPtr> LocalInformer::list(const std::string& ns) const {
+  if (!ns.empty()) return byIndex(kIndexNamespace, ns);
+  std::shared_lock l(mu_);
+  std::vector<CachedPtr> out;
+  out.reserve(items_.size());
+  for (const auto& [k, v] : items_) out.push_back(v);
+  return out;
+}
+
+std::vector<CachedPtr> LocalInformer::byIndex(const std::string& index,
+                                              const std::string& value) const {
+  std::shared_lock l(mu_);
+  std::vector<CachedPtr> out;
+  auto idx = indexes_.find(index);
+  if (idx == indexes_.end()) return out;
+  auto keys = idx->second.find(value);
+  if (keys == idx->second.end()) return out;
+  for (const auto& k : keys->second) {
+    auto it = items_.find(k);
+    if (it != items_.end()) out.push_back(it->second);
+  }
+  return out;
+}
+
+size_t LocalInformer::size() const {
+  std::shared_lock l(mu_);
+  return items_.size();
+}
+
+void LocalInformer::fileIndexes(const CachedObject& o, bool add) {
+  const std::string key = objectKey(o.ns, o.name);
+  for (const auto& [name, fn] : indexFns_) {
+    auto& idx = indexes_[name];
+    for (const auto& v : fn(o)) {
+      if (add) {
+        idx[v].insert(key);
+      } else if (auto it = idx.find(v); it != idx.end()) {
+        it->second.erase(key);
+        if (it->second.empty()) idx.erase(it);
+      }
+    }
+  }
+}
+
+CachedPtr LocalInformer::put(const CachedPtr& obj) {
+  const std::string key = objectKey(obj->ns, obj->name);
+  std::unique_lock l(mu_);
+  CachedPtr old;
+  auto it = items_.find(key);
+  if (it != items_.end()) {
+    old = it->second;
+    fileIndexes(*old, false);
+    it->second = obj;
+  } else {
+    items_.emplace(key, obj);
+  }
+  fileIndexes(*obj, true);
+  return old;
+}
+
+CachedPtr LocalInformer::erase(const std::string& key) {
+  std::unique_lock l(mu_);
+  auto it = items_.find(key);
+  if (it == items_.end()) return nullptr;
+  CachedPtr old = it->second;
+  fileIndexes(*old, false);
+  items_.erase(it);
+  return old;
+}
+
+void LocalInformer::notifyAdd(const CachedPtr& o) {
+  for (const auto& h : handlers_) {
+    if (h.onAdd) h.onAdd(o);
+  }
+}
+
+void LocalInformer::notifyUpdate(const CachedPtr& oldObj, const CachedPtr& newObj) {
+  for (const auto& h : handlers_) {
+    if (h.onUpdate) h.onUpdate(oldObj, newObj);
+  }
+}
+
+void LocalInformer::notifyDelete(const CachedPtr& o) {
+  for (const auto& h : handlers_) {
+    if (h.onDelete) h.onDelete(o);
+  }
+}
+
+uint64_t LocalInformer::relist() {
+  auto listed = store_.list(prefix_);
+  std::set<std::string> seen;
+  for (const auto& stored : listed.items) {
+    auto c = makeCached(stored);
+    if (!c) continue;
+    seen.insert(objectKey(c->ns, c->name));
+    auto old = getByKey(objectKey(c->ns, c->name));
+    if (old && old->stored->rv == stored->rv) continue;
+    put(c);
+    if (old) {
+      notifyUpdate(old, c);
+    } else {
+      notifyAdd(c);
+    }
+  }
+  std::vector<std::string> gone;
+  {
+    std::shared_lock l(mu_);
+    for (const auto& [k, v] : items_) {
+      if (!seen.count(k)) gone.push_back(k);
+    }
+  }
+  for (const auto& k : gone) {
+    if (auto old = erase(k)) notifyDelete(old);
+  }
+  return listed.rv;
+}
+
+void LocalInformer::run() {
+  while (!stopping_) {
+    uint64_t rv = relist();
+    synced_ = true;
+    auto w = store_.watch(prefix_, rv);
+    if (!w) {
+      spdlog::warn("event=informer_watch_failed prefix={} error=\"{}\"", prefix_,
+                   w.error().message);
+      std::this_thread::sleep_for(kRetryInterval);
+      continue;
+    }
+    while (!stopping_) {
+      auto ev = (*w)->next(kPollInterval);
+      if ((*w)->ended()) {
+        spdlog::warn("event=informer_watch_ended prefix={} action=relist", prefix_);
+        break;
+      }
+      if (!ev) continue;
+      const Event& e = **ev;
+      if (e.type == EventType::Bookmark) continue;
+      auto c = makeCached(e.object);
+      if (!c) continue;
+      if (e.type == EventType::Deleted) {
+        if (erase(objectKey(c->ns, c->name))) notifyDelete(c);
+        continue;
+      }
+      auto old = put(c);
+      if (old) {
+        notifyUpdate(old, c);
+      } else {
+        notifyAdd(c);
+      }
+    }
+  }
+}
+
+}  // namespace strait::minicluster
