@@ -20,7 +20,9 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <chrono>
 #include <cerrno>
+#include <ctime>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -156,14 +158,15 @@ Status setRandomSerial(X509* cert) {
   return Status::OK();
 }
 
-// A v3 certificate with serial, validity (from now-5min to now+days), subject and public key.
-Result<X509Ptr> newCert(const X509_NAME* subject, EVP_PKEY* publicKey, int days) {
-  if (days <= 0) return kube::makeError(Code::Invalid, "pki: validity days must be positive");
+// A v3 certificate with serial, validity (from now-5min to now+seconds), subject and public key.
+Result<X509Ptr> newCertSeconds(const X509_NAME* subject, EVP_PKEY* publicKey, long seconds) {
+  if (seconds <= 0) return kube::makeError(Code::Invalid, "pki: validity must be positive");
   X509Ptr cert(X509_new());
   if (!cert || X509_set_version(cert.get(), 2) != 1) return sslError("creating certificate");
   if (Status s = setRandomSerial(cert.get()); !s.ok()) return s.error();
   if (!X509_gmtime_adj(X509_getm_notBefore(cert.get()), -5 * 60) ||
-      !X509_time_adj_ex(X509_getm_notAfter(cert.get()), days, 0, nullptr)) {
+      !X509_time_adj_ex(X509_getm_notAfter(cert.get()), static_cast<int>(seconds / 86400),
+                        seconds % 86400, nullptr)) {
     return sslError("setting validity");
   }
   if (X509_set_subject_name(cert.get(), subject) != 1 ||
@@ -171,6 +174,11 @@ Result<X509Ptr> newCert(const X509_NAME* subject, EVP_PKEY* publicKey, int days)
     return sslError("setting subject");
   }
   return cert;
+}
+
+Result<X509Ptr> newCert(const X509_NAME* subject, EVP_PKEY* publicKey, int days) {
+  if (days <= 0) return kube::makeError(Code::Invalid, "pki: validity days must be positive");
+  return newCertSeconds(subject, publicKey, static_cast<long>(days) * 86400);
 }
 
 // Adds an extension given in OpenSSL config syntax ("critical,CA:TRUE"). `issuer` is the
@@ -346,6 +354,12 @@ Result<KeyPair> issueCert(const KeyPair& ca, const std::string& commonName,
 }
 
 Result<std::string> signCsr(const KeyPair& ca, const std::string& csrPem, bool server, int days) {
+  if (days <= 0) return kube::makeError(Code::Invalid, "pki: validity days must be positive");
+  return signCsrFor(ca, csrPem, server, std::chrono::seconds(static_cast<long>(days) * 86400));
+}
+
+Result<std::string> signCsrFor(const KeyPair& ca, const std::string& csrPem, bool server,
+                               std::chrono::seconds validity) {
   ERR_clear_error();
   BioPtr bio = memReader(csrPem);
   ReqPtr req(bio ? PEM_read_bio_X509_REQ(bio.get(), nullptr, nullptr, nullptr) : nullptr);
@@ -357,7 +371,8 @@ Result<std::string> signCsr(const KeyPair& ca, const std::string& csrPem, bool s
   }
   Result<LoadedCa> issuer = loadCa(ca);
   if (!issuer.ok()) return issuer.error();
-  Result<X509Ptr> cert = newCert(X509_REQ_get_subject_name(req.get()), csrKey, days);
+  Result<X509Ptr> cert =
+      newCertSeconds(X509_REQ_get_subject_name(req.get()), csrKey, validity.count());
   if (!cert.ok()) return cert.error();
   X509* c = cert->get();
   if (X509_set_issuer_name(c, X509_get_subject_name(issuer->cert.get())) != 1) {
@@ -379,6 +394,84 @@ Result<std::string> signCsr(const KeyPair& ca, const std::string& csrPem, bool s
   }
   if (Status s = sign(c, issuer->key.get()); !s.ok()) return s.error();
   return certToPem(c);
+}
+
+Result<KeyAndCsr> makeKeyAndCsr(const std::string& commonName,
+                                const std::vector<std::string>& organizations) {
+  ERR_clear_error();
+  Result<PKeyPtr> key = newEcKey();
+  if (!key.ok()) return key.error();
+  ReqPtr req(X509_REQ_new());
+  NamePtr name(X509_NAME_new());
+  if (!req || !name) return sslError("allocating CSR");
+  for (const std::string& o : organizations) {
+    if (Status s = addName(name.get(), "O", o); !s.ok()) return s.error();
+  }
+  if (Status s = addName(name.get(), "CN", commonName); !s.ok()) return s.error();
+  if (X509_REQ_set_version(req.get(), 0) != 1 || X509_REQ_set_subject_name(req.get(), name.get()) != 1 ||
+      X509_REQ_set_pubkey(req.get(), key->get()) != 1) {
+    return sslError("building CSR");
+  }
+  if (X509_REQ_sign(req.get(), key->get(), EVP_sha256()) <= 0) return sslError("signing CSR");
+  BioPtr bio(BIO_new(BIO_s_mem()));
+  if (!bio || PEM_write_bio_X509_REQ(bio.get(), req.get()) != 1) return sslError("writing CSR");
+  Result<std::string> keyPem = keyToPem(key->get());
+  if (!keyPem.ok()) return keyPem.error();
+  return KeyAndCsr{std::move(*keyPem), bioToString(bio.get())};
+}
+
+namespace {
+std::chrono::system_clock::time_point asn1Time(const ASN1_TIME* t) {
+  struct tm tm {};
+  if (!t || ASN1_TIME_to_tm(t, &tm) != 1) return {};
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
+}
+
+std::string nameEntry(const X509_NAME* name, int nid) {
+  int idx = X509_NAME_get_index_by_NID(name, nid, -1);
+  if (idx < 0) return {};
+  ASN1_STRING* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, idx));
+  unsigned char* utf8 = nullptr;
+  int n = ASN1_STRING_to_UTF8(&utf8, data);
+  if (n < 0) return {};
+  std::string out(reinterpret_cast<char*>(utf8), static_cast<size_t>(n));
+  OPENSSL_free(utf8);
+  return out;
+}
+}  // namespace
+
+Result<CertificateInfo> certificateInfo(const std::string& certPem) {
+  ERR_clear_error();
+  Result<X509Ptr> cert = certFromPem(certPem, "the");
+  if (!cert.ok()) return cert.error();
+  CertificateInfo info;
+  info.commonName = nameEntry(X509_get_subject_name(cert->get()), NID_commonName);
+  info.issuerCommonName = nameEntry(X509_get_issuer_name(cert->get()), NID_commonName);
+  info.notBefore = asn1Time(X509_get0_notBefore(cert->get()));
+  info.notAfter = asn1Time(X509_get0_notAfter(cert->get()));
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int mdLen = 0;
+  if (X509_digest(cert->get(), EVP_sha256(), md, &mdLen) != 1) return sslError("fingerprint");
+  static const char* hex = "0123456789abcdef";
+  for (unsigned int i = 0; i < mdLen; ++i) {
+    info.sha256Fingerprint += hex[md[i] >> 4];
+    info.sha256Fingerprint += hex[md[i] & 15];
+  }
+  return info;
+}
+
+Status verifyIssuedBy(const std::string& caPem, const std::string& certPem) {
+  ERR_clear_error();
+  Result<X509Ptr> ca = certFromPem(caPem, "CA");
+  if (!ca.ok()) return ca.error();
+  Result<X509Ptr> cert = certFromPem(certPem, "leaf");
+  if (!cert.ok()) return cert.error();
+  EVP_PKEY* caKey = X509_get0_pubkey(ca->get());
+  if (!caKey || X509_verify(cert->get(), caKey) != 1) {
+    ERR_clear_error();
+    return kube::makeError(Code::Unauthorized, "pki: certificate is not signed by this CA");
+  }
+  return Status::OK();
 }
 
 Status writeKubeconfig(const std::string& path, const std::string& clusterName,

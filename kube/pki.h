@@ -2,6 +2,7 @@
 // Certificate authority helpers (minicluster CA, peering identities) (OpenSSL 3): a self-signed CA, a server
 // certificate for the API server, and client certificates (CN = user, O = groups).
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,32 @@ kube::Result<KeyPair> issueCert(const KeyPair& ca, const std::string& commonName
 // Signs a PEM CSR with `ca` (CSR signing for certificates.k8s.io); the subject is kept.
 kube::Result<std::string> signCsr(const KeyPair& ca, const std::string& csrPem, bool server,
                                   int days = 365);
+
+// signCsr with a validity in seconds (short-lived peering client certificates).
+kube::Result<std::string> signCsrFor(const KeyPair& ca, const std::string& csrPem, bool server,
+                                     std::chrono::seconds validity);
+
+// A new EC P-256 key and a PEM PKCS#10 request for it (subject O=organizations, CN=commonName).
+struct KeyAndCsr {
+  std::string keyPem;
+  std::string csrPem;
+};
+kube::Result<KeyAndCsr> makeKeyAndCsr(const std::string& commonName,
+                                      const std::vector<std::string>& organizations);
+
+// What peering needs to know about a PEM certificate. Error (Invalid) if it does not parse.
+struct CertificateInfo {
+  std::string commonName;
+  std::string issuerCommonName;
+  std::chrono::system_clock::time_point notBefore;
+  std::chrono::system_clock::time_point notAfter;
+  std::string sha256Fingerprint;  // lowercase hex of SHA-256 over the DER encoding
+};
+kube::Result<CertificateInfo> certificateInfo(const std::string& certPem);
+
+// OK if `certPem`'s signature verifies with `caPem`'s public key; Unauthorized if not;
+// Invalid if either does not parse. Checks the signature only, not validity dates.
+kube::Status verifyIssuedBy(const std::string& caPem, const std::string& certPem);
 
 // Drains the calling thread's OpenSSL error queue into one "; "-separated string.
 std::string opensslErrors();

@@ -1,0 +1,93 @@
+// gRPC client for a remote agent: TLS pinned to the remote cluster's CA, the server name
+// checked against agentServerName(id), and a client certificate for every call but Join.
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/security/credentials.h>
+
+#include "peering/grpc_status.h"
+#include "peering/transport.h"
+#include "proto/strait/peering.grpc.pb.h"
+
+namespace strait::peering {
+namespace {
+
+class GrpcClient final : public RpcClient {
+ public:
+  explicit GrpcClient(std::shared_ptr<grpc::Channel> channel)
+      : peering_(v1::Peering::NewStub(channel)), reflection_(v1::Reflection::NewStub(channel)) {}
+
+  kube::Status join(const v1::JoinRequest& req, v1::JoinResponse* resp,
+                    std::chrono::milliseconds timeout) override {
+    grpc::ClientContext ctx;
+    deadline(ctx, timeout);
+    return fromGrpc(peering_->Join(&ctx, req, resp));
+  }
+  kube::Status renewCertificate(const v1::RenewRequest& req, v1::RenewResponse* resp,
+                                std::chrono::milliseconds timeout) override {
+    grpc::ClientContext ctx;
+    deadline(ctx, timeout);
+    return fromGrpc(peering_->RenewCertificate(&ctx, req, resp));
+  }
+  kube::Status heartbeat(const v1::HeartbeatRequest& req, v1::HeartbeatResponse* resp,
+                         std::chrono::milliseconds timeout) override {
+    grpc::ClientContext ctx;
+    deadline(ctx, timeout);
+    return fromGrpc(peering_->Heartbeat(&ctx, req, resp));
+  }
+  kube::Status unpeer(const v1::UnpeerRequest& req, v1::UnpeerResponse* resp,
+                      std::chrono::milliseconds timeout) override {
+    grpc::ClientContext ctx;
+    deadline(ctx, timeout);
+    return fromGrpc(peering_->Unpeer(&ctx, req, resp));
+  }
+  kube::Status applyObject(const v1::ObjectRequest& req, v1::ObjectResponse* resp,
+                           std::chrono::milliseconds timeout) override {
+    grpc::ClientContext ctx;
+    deadline(ctx, timeout);
+    return fromGrpc(reflection_->ApplyObject(&ctx, req, resp));
+  }
+  kube::Status getObject(const v1::ObjectRequest& req, v1::ObjectResponse* resp,
+                         std::chrono::milliseconds timeout) override {
+    grpc::ClientContext ctx;
+    deadline(ctx, timeout);
+    return fromGrpc(reflection_->GetObject(&ctx, req, resp));
+  }
+  kube::Status deleteObject(const v1::ObjectRequest& req, v1::ObjectResponse* resp,
+                            std::chrono::milliseconds timeout) override {
+    grpc::ClientContext ctx;
+    deadline(ctx, timeout);
+    return fromGrpc(reflection_->DeleteObject(&ctx, req, resp));
+  }
+
+ private:
+  static void deadline(grpc::ClientContext& ctx, std::chrono::milliseconds timeout) {
+    ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  }
+  std::unique_ptr<v1::Peering::Stub> peering_;
+  std::unique_ptr<v1::Reflection::Stub> reflection_;
+};
+
+}  // namespace
+
+kube::Result<std::unique_ptr<RpcClient>> makeRpcClient(const ClientConfig& config) {
+  if (config.endpoint.empty() || config.serverCaPem.empty() || config.serverName.empty()) {
+    return kube::makeError(kube::Code::Invalid,
+                           "gRPC client: endpoint, server CA and server name required");
+  }
+  grpc::SslCredentialsOptions opts;
+  opts.pem_root_certs = config.serverCaPem;
+  opts.pem_private_key = config.clientCert.keyPem;
+  opts.pem_cert_chain = config.clientCert.certPem;
+  grpc::ChannelArguments args;
+  args.SetSslTargetNameOverride(config.serverName);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // A unique channel per client: a renewed certificate must not reuse an old subchannel.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(config.endpoint, grpc::SslCredentials(opts), args);
+  if (!channel) return kube::makeError(kube::Code::Internal, "gRPC client: no channel");
+  return std::unique_ptr<RpcClient>(std::make_unique<GrpcClient>(std::move(channel)));
+}
+
+}  // namespace strait::peering

@@ -1,0 +1,152 @@
+// gRPC server for the Peering and Reflection services (sync API, gRPC's thread pool).
+//
+// Authentication happens in two layers: the TLS handshake verifies any client certificate
+// against the cluster CA (a certificate from another CA never gets a connection), and each
+// method except Join refuses a call that presented no certificate. The verified CommonName
+// becomes Caller::clusterId; authorization (is this peering active, is this namespace the
+// caller's) is the handler's job.
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/security/server_credentials.h>
+#include <spdlog/spdlog.h>
+
+#include "peering/grpc_status.h"
+#include "peering/transport.h"
+#include "proto/strait/peering.grpc.pb.h"
+
+namespace strait::peering {
+namespace {
+
+Caller callerOf(grpc::ServerContext* ctx) {
+  Caller c;
+  c.address = ctx->peer();
+  std::shared_ptr<const grpc::AuthContext> auth = ctx->auth_context();
+  if (auth && auth->IsPeerAuthenticated()) {
+    std::vector<grpc::string_ref> cn = auth->FindPropertyValues("x509_common_name");
+    if (!cn.empty()) c.clusterId.assign(cn.front().data(), cn.front().size());
+  }
+  return c;
+}
+
+// Runs `fn` for an authenticated caller, or refuses.
+template <class Fn>
+grpc::Status authenticated(grpc::ServerContext* ctx, const char* method, Fn&& fn) {
+  Caller caller = callerOf(ctx);
+  if (caller.clusterId.empty()) {
+    spdlog::warn("event=rpc_refused method={} peer={} reason=no_client_certificate", method,
+                 caller.address);
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        std::string(method) + " requires a client certificate from this "
+                                              "cluster's CA (peer first)");
+  }
+  return toGrpc(fn(caller));
+}
+
+class PeeringServiceImpl final : public v1::Peering::Service {
+ public:
+  explicit PeeringServiceImpl(PeeringHandler& h) : h_(h) {}
+  grpc::Status Join(grpc::ServerContext* ctx, const v1::JoinRequest* req,
+                    v1::JoinResponse* resp) override {
+    return toGrpc(h_.join(callerOf(ctx), *req, resp));
+  }
+  grpc::Status RenewCertificate(grpc::ServerContext* ctx, const v1::RenewRequest* req,
+                                v1::RenewResponse* resp) override {
+    return authenticated(ctx, "RenewCertificate",
+                         [&](const Caller& c) { return h_.renewCertificate(c, *req, resp); });
+  }
+  grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
+                         v1::HeartbeatResponse* resp) override {
+    return authenticated(ctx, "Heartbeat",
+                         [&](const Caller& c) { return h_.heartbeat(c, *req, resp); });
+  }
+  grpc::Status Unpeer(grpc::ServerContext* ctx, const v1::UnpeerRequest* req,
+                      v1::UnpeerResponse* resp) override {
+    return authenticated(ctx, "Unpeer", [&](const Caller& c) { return h_.unpeer(c, *req, resp); });
+  }
+
+ private:
+  PeeringHandler& h_;
+};
+
+class ReflectionServiceImpl final : public v1::Reflection::Service {
+ public:
+  explicit ReflectionServiceImpl(PeeringHandler& h) : h_(h) {}
+  grpc::Status ApplyObject(grpc::ServerContext* ctx, const v1::ObjectRequest* req,
+                           v1::ObjectResponse* resp) override {
+    return authenticated(ctx, "ApplyObject",
+                         [&](const Caller& c) { return h_.applyObject(c, *req, resp); });
+  }
+  grpc::Status GetObject(grpc::ServerContext* ctx, const v1::ObjectRequest* req,
+                         v1::ObjectResponse* resp) override {
+    return authenticated(ctx, "GetObject",
+                         [&](const Caller& c) { return h_.getObject(c, *req, resp); });
+  }
+  grpc::Status DeleteObject(grpc::ServerContext* ctx, const v1::ObjectRequest* req,
+                            v1::ObjectResponse* resp) override {
+    return authenticated(ctx, "DeleteObject",
+                         [&](const Caller& c) { return h_.deleteObject(c, *req, resp); });
+  }
+  grpc::Status Stream(grpc::ServerContext* ctx,
+                      grpc::ServerReaderWriter<v1::ReflectionEvent, v1::ReflectionEvent>*) override {
+    return authenticated(ctx, "Stream", [](const Caller&) -> kube::Status {
+      return kube::makeError(kube::Code::MethodNotAllowed,
+                             "the reflection stream is not implemented yet (issue 6)");
+    });
+  }
+
+ private:
+  PeeringHandler& h_;
+};
+
+class GrpcServer final : public RpcServer {
+ public:
+  explicit GrpcServer(PeeringHandler& h) : peering_(h), reflection_(h) {}
+  ~GrpcServer() override { shutdown(std::chrono::milliseconds(0)); }
+
+  kube::Status start(const ServerConfig& config) {
+    grpc::SslServerCredentialsOptions opts(GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+    opts.pem_root_certs = config.clientCaPem;
+    opts.pem_key_cert_pairs.push_back({config.serverCert.keyPem, config.serverCert.certPem});
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(config.listen, grpc::SslServerCredentials(opts), &port_);
+    builder.RegisterService(&peering_);
+    builder.RegisterService(&reflection_);
+    builder.SetMaxReceiveMessageSize(16 << 20);
+    server_ = builder.BuildAndStart();
+    if (!server_ || port_ == 0) {
+      return kube::makeError(kube::Code::Unavailable,
+                             "gRPC server could not listen on " + config.listen);
+    }
+    return kube::Status::OK();
+  }
+  int port() const override { return port_; }
+  void shutdown(std::chrono::milliseconds grace) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (server_) {
+      server_->Shutdown(std::chrono::system_clock::now() + grace);
+      server_->Wait();
+      server_.reset();
+    }
+  }
+
+ private:
+  PeeringServiceImpl peering_;
+  ReflectionServiceImpl reflection_;
+  int port_ = 0;
+  std::mutex mu_;  // guards server_
+  std::unique_ptr<grpc::Server> server_;
+};
+
+}  // namespace
+
+kube::Result<std::unique_ptr<RpcServer>> startRpcServer(const ServerConfig& config,
+                                                        PeeringHandler& handler) {
+  if (config.serverCert.certPem.empty() || config.serverCert.keyPem.empty() ||
+      config.clientCaPem.empty()) {
+    return kube::makeError(kube::Code::Invalid, "gRPC server: certificate, key and CA required");
+  }
+  auto server = std::make_unique<GrpcServer>(handler);
+  if (kube::Status s = server->start(config); !s.ok()) return s.error();
+  return std::unique_ptr<RpcServer>(std::move(server));
+}
+
+}  // namespace strait::peering

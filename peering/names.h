@@ -1,0 +1,51 @@
+#pragma once
+// Names and labels Strait puts on the Kubernetes objects it owns. Every object created for a
+// peering carries kLabelManagedBy=kManagedByValue and kLabelRemoteCluster=<the other side's
+// cluster ID>, so "nothing left behind" is one label query.
+
+#include <string>
+#include <string_view>
+
+namespace strait::peering {
+
+inline constexpr std::string_view kSystemNamespace = "strait-system";
+inline constexpr std::string_view kIdentitySecret = "strait-identity";
+// ConfigMap the agent writes with its advertised endpoint (read by `strait token`).
+inline constexpr std::string_view kAgentConfigMap = "strait-agent";
+
+inline constexpr std::string_view kLabelManagedBy = "strait.io/managed-by";
+inline constexpr std::string_view kManagedByValue = "strait";
+inline constexpr std::string_view kLabelRemoteCluster = "strait.io/remote-cluster-id";
+inline constexpr std::string_view kLabelComponent = "strait.io/component";
+
+// ForeignCluster custom resource (cluster-scoped).
+inline constexpr std::string_view kFcGroup = "strait.io";
+inline constexpr std::string_view kFcVersion = "v1alpha1";
+inline constexpr std::string_view kFcApiVersion = "strait.io/v1alpha1";
+inline constexpr std::string_view kFcPlural = "foreignclusters";
+inline constexpr std::string_view kFcKind = "ForeignCluster";
+
+// Roles a ForeignCluster records: what the *remote* cluster is to us.
+inline constexpr std::string_view kRoleProvider = "Provider";
+inline constexpr std::string_view kRoleConsumer = "Consumer";
+
+// Organization put in peering client certificates.
+inline constexpr std::string_view kConsumerOrganization = "strait:consumers";
+
+inline std::string tenantNamespace(const std::string& consumerId) {
+  return "strait-tenant-" + consumerId;
+}
+// Name of the agent's TLS server identity (a DNS SAN); clients override the target name to
+// it, so certificates never depend on the address a cluster is reached at.
+inline std::string agentServerName(const std::string& clusterId) {
+  return "agent." + clusterId + ".strait";
+}
+inline std::string tokenSecretName(const std::string& tokenId) { return "strait-token-" + tokenId; }
+inline std::string credentialSecretName(const std::string& providerId) {
+  return "strait-credential-" + providerId;
+}
+inline std::string revocationName(const std::string& consumerId) {
+  return "strait-revoked-" + consumerId;
+}
+
+}  // namespace strait::peering

@@ -1,0 +1,52 @@
+#pragma once
+// Provider policy: how much of the provider's capacity consumers may have.
+//
+// One budget is shared by all consumers: by default `share` of the provider's free
+// allocatable (allocatable of Ready, schedulable nodes minus requests of the pods bound to
+// them), or an explicit budget. Each consumer may in addition be capped. A grant is
+// min(requested, cap, budget - grants of the other consumers), never negative, so the sum
+// of grants never exceeds the budget. Resources are in kube::Quantity (exact arithmetic).
+//
+// Rounding: cpu keeps millicores; every other resource (memory, pods, nvidia.com/gpu, ...)
+// is rounded down to whole units, except that a share of a whole unit that would round to
+// 0 keeps 1 unit (so 90% of 1 GPU lends the GPU instead of nothing, cf. liqo#1035).
+// Pure functions; safe from any thread.
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "kube/quantity.h"
+#include "kube/status.h"
+
+namespace strait::peering {
+
+using ResourceMap = std::map<std::string, kube::Quantity>;
+
+struct PolicyConfig {
+  double share = 0.5;          // of free allocatable, in (0, 1]
+  ResourceMap explicitBudget;  // when non-empty, the budget (share ignored)
+  ResourceMap perConsumerCap;  // resources absent here are not capped
+};
+
+// Parses "cpu=8,memory=16Gi,nvidia.com/gpu=2". Error (Invalid) naming the bad item.
+kube::Result<ResourceMap> parseResourceArg(const std::string& text);
+std::string formatResources(const ResourceMap& r);
+
+// Free allocatable from a NodeList and a PodList (JSON items). Nodes that are not Ready or
+// are unschedulable are skipped; pods in phase Succeeded/Failed are not counted.
+ResourceMap freeAllocatable(const nlohmann::json& nodes, const nlohmann::json& pods);
+// Sum of container requests (max with init containers, as the scheduler counts) of the
+// non-terminal pods in the list; "pods" counts the pods.
+ResourceMap podRequests(const nlohmann::json& pods);
+
+// The budget for `free` under `config`.
+ResourceMap budgetFor(const ResourceMap& free, const PolicyConfig& config);
+// The grant for one consumer: `othersGranted` is the sum of the other consumers' grants.
+ResourceMap grantFor(const ResourceMap& requested, const ResourceMap& budget,
+                     const ResourceMap& othersGranted, const PolicyConfig& config);
+
+// a + b per resource (union of keys).
+ResourceMap addResources(const ResourceMap& a, const ResourceMap& b);
+
+}  // namespace strait::peering

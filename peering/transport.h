@@ -1,0 +1,111 @@
+#pragma once
+// The agent-to-agent transport: gRPC over TLS, kept behind this small interface so that only
+// grpc_server.cpp and grpc_client.cpp include gRPC headers.
+//
+// Server: TLS with the agent's certificate (DNS SAN agentServerName(clusterId)); a client
+// certificate is requested and, when presented, verified against the cluster CA: one from
+// another CA fails the handshake. Every method except Peering.Join requires a verified client
+// certificate; its CommonName (the peer's cluster ID) is handed to the handler as the Caller.
+// Join alone may be called without one (the caller proves itself with a token instead).
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "kube/pki.h"
+#include "kube/status.h"
+#include "proto/strait/peering.pb.h"
+
+namespace strait::peering {
+
+// Who is calling: the verified certificate CommonName (empty on an unauthenticated Join).
+struct Caller {
+  std::string clusterId;
+  std::string address;  // peer address as gRPC reports it ("ipv4:127.0.0.1:5555")
+};
+
+// Implemented by the provider side of an agent. Called from gRPC's thread pool, possibly
+// concurrently: implementations must be thread-safe. Return a non-OK Status to fail the call;
+// its code maps to a gRPC code and its message reaches the caller unchanged.
+class PeeringHandler {
+ public:
+  virtual ~PeeringHandler() = default;
+  virtual kube::Status join(const Caller& caller, const v1::JoinRequest& req,
+                            v1::JoinResponse* resp) = 0;
+  virtual kube::Status renewCertificate(const Caller& caller, const v1::RenewRequest& req,
+                                        v1::RenewResponse* resp) = 0;
+  virtual kube::Status heartbeat(const Caller& caller, const v1::HeartbeatRequest& req,
+                                 v1::HeartbeatResponse* resp) = 0;
+  virtual kube::Status unpeer(const Caller& caller, const v1::UnpeerRequest& req,
+                              v1::UnpeerResponse* resp) = 0;
+  virtual kube::Status applyObject(const Caller& caller, const v1::ObjectRequest& req,
+                                   v1::ObjectResponse* resp) = 0;
+  virtual kube::Status getObject(const Caller& caller, const v1::ObjectRequest& req,
+                                 v1::ObjectResponse* resp) = 0;
+  virtual kube::Status deleteObject(const Caller& caller, const v1::ObjectRequest& req,
+                                    v1::ObjectResponse* resp) = 0;
+};
+
+struct ServerConfig {
+  std::string listen;            // "127.0.0.1:0", "0.0.0.0:7443", "[::]:7443"
+  kube::KeyPair serverCert;      // certPem may hold the chain (leaf, then CA)
+  std::string clientCaPem;       // client certificates must chain to this CA
+};
+
+// A running gRPC server. Thread-safe; shutdown() may be called from any thread, once or more.
+class RpcServer {
+ public:
+  virtual ~RpcServer() = default;
+  // The bound port (useful with port 0).
+  virtual int port() const = 0;
+  // Stops accepting calls and waits up to `grace` for running ones.
+  virtual void shutdown(std::chrono::milliseconds grace) = 0;
+};
+
+// Starts serving Peering and Reflection with `handler` (borrowed; must outlive the server).
+// Error (Unavailable) if the address cannot be bound, (Invalid) if the credentials are bad.
+kube::Result<std::unique_ptr<RpcServer>> startRpcServer(const ServerConfig& config,
+                                                        PeeringHandler& handler);
+
+struct ClientConfig {
+  std::string endpoint;          // host:port
+  std::string serverCaPem;       // the server's cluster CA (pinned)
+  std::string serverName;        // expected DNS SAN of the server: agentServerName(id)
+  kube::KeyPair clientCert;      // empty for the bootstrap Join
+};
+
+// A connection to one remote agent. Thread-safe (gRPC channels are). Each call blocks up to
+// `timeout`; a transport failure returns Unavailable, a deadline ServerTimeout, and a
+// refusal by the remote the code and message it sent.
+class RpcClient {
+ public:
+  virtual ~RpcClient() = default;
+  virtual kube::Status join(const v1::JoinRequest& req, v1::JoinResponse* resp,
+                            std::chrono::milliseconds timeout) = 0;
+  virtual kube::Status renewCertificate(const v1::RenewRequest& req, v1::RenewResponse* resp,
+                                        std::chrono::milliseconds timeout) = 0;
+  virtual kube::Status heartbeat(const v1::HeartbeatRequest& req, v1::HeartbeatResponse* resp,
+                                 std::chrono::milliseconds timeout) = 0;
+  virtual kube::Status unpeer(const v1::UnpeerRequest& req, v1::UnpeerResponse* resp,
+                              std::chrono::milliseconds timeout) = 0;
+  virtual kube::Status applyObject(const v1::ObjectRequest& req, v1::ObjectResponse* resp,
+                                   std::chrono::milliseconds timeout) = 0;
+  virtual kube::Status getObject(const v1::ObjectRequest& req, v1::ObjectResponse* resp,
+                                 std::chrono::milliseconds timeout) = 0;
+  virtual kube::Status deleteObject(const v1::ObjectRequest& req, v1::ObjectResponse* resp,
+                                    std::chrono::milliseconds timeout) = 0;
+};
+
+// Creates a client (no I/O yet: the connection is made by the first call).
+kube::Result<std::unique_ptr<RpcClient>> makeRpcClient(const ClientConfig& config);
+
+// Connects to `endpoint` with TLS, takes the certificate chain the server sends, and returns
+// the PEM of the certificate in it whose SHA-256 fingerprint is `fingerprint` (the CA a
+// token pins), after checking that the server's leaf is signed by it. Like kubeadm's
+// discovery-token-ca-cert-hash. Error (Unavailable) if unreachable within `timeout`,
+// (Unauthorized) if no certificate in the chain matches.
+kube::Result<std::string> fetchPinnedCa(const std::string& endpoint,
+                                        const std::string& fingerprint,
+                                        std::chrono::milliseconds timeout);
+
+}  // namespace strait::peering
