@@ -25,6 +25,8 @@ struct MiniclusterFlags {
   std::string dataDir;
   size_t maxBodyBytes = 3 * 1024 * 1024;
   std::string logLevel = "info";
+  size_t watchHistory = 100000;
+  std::string tokenAuthFile;
 };
 
 int runMinicluster(const MiniclusterFlags& f) {
@@ -51,6 +53,8 @@ int runMinicluster(const MiniclusterFlags& f) {
   if (!f.kubeconfigOut.empty()) o.kubeconfigOut = f.kubeconfigOut;
   if (!f.dataDir.empty()) o.dataDir = f.dataDir;
   o.maxBodyBytes = f.maxBodyBytes;
+  o.historyLimit = f.watchHistory;
+  if (!f.tokenAuthFile.empty()) o.tokenAuthFile = f.tokenAuthFile;
 
   struct sigaction sa {};
   sa.sa_handler = onSignal;
@@ -88,6 +92,12 @@ void addMiniclusterCommand(CLI::App& app) {
                   "keep state here (write-ahead log, snapshots, PKI); default: memory only");
   sub->add_option("--max-body-bytes", flags->maxBodyBytes, "largest accepted request body")
       ->capture_default_str();
+  sub->add_option("--watch-history", flags->watchHistory,
+                  "watch events kept for resuming watches; older resourceVersions get 410")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--token-auth-file", flags->tokenAuthFile,
+                  "CSV of token,user,uid,\"group1,group2\" accepted as bearer tokens");
   sub->add_option("--log-level", flags->logLevel, "trace, debug, info, warn, error")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));

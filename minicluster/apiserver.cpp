@@ -9,6 +9,7 @@
 
 #include "kube/object.h"
 #include "minicluster/api_handler.h"
+#include "minicluster/token_auth.h"
 #include "minicluster/controllers.h"
 #include "minicluster/http_server.h"
 #include "kube/pki.h"
@@ -117,6 +118,13 @@ class ApiServerImpl : public ApiServer {
     if (auto s = bootstrapNamespaces(); !s) return s;
 
     handler_ = std::make_unique<ApiHandler>(*store_, *registry_, *rest_);
+    Handler* front = handler_.get();
+    if (opts_.tokenAuthFile) {
+      auto tokens = loadTokenAuthFile(*opts_.tokenAuthFile);
+      if (!tokens) return tokens.error();
+      tokenAuth_ = std::make_unique<TokenAuthHandler>(std::move(*tokens), *handler_);
+      front = tokenAuth_.get();
+    }
     HttpServerOptions ho;
     ho.listenHost = opts_.listenHost;
     ho.listenPort = opts_.listenPort;
@@ -125,7 +133,7 @@ class ApiServerImpl : public ApiServer {
     ho.tls.keyPem = serving->keyPem;
     ho.tls.clientCaPem = ca_.certPem;
     ho.tls.requireClientCert = false;  // anonymous may read /healthz, /version
-    http_ = newHttpServer(ho, *handler_);
+    http_ = newHttpServer(ho, *front);
     if (auto s = http_->start(); !s) return s;
 
     controllers_ = newControllers(*store_, *registry_, *rest_);
@@ -190,6 +198,7 @@ class ApiServerImpl : public ApiServer {
   std::unique_ptr<Registry> registry_;
   std::unique_ptr<Rest> rest_;
   std::unique_ptr<ApiHandler> handler_;
+  std::unique_ptr<TokenAuthHandler> tokenAuth_;
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<Controllers> controllers_;
   KeyPair ca_, admin_;

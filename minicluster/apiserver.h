@@ -25,6 +25,8 @@ struct ApiServerOptions {
   std::optional<std::string> kubeconfigOut;  // admin kubeconfig written here once serving
   size_t maxBodyBytes = 3 * 1024 * 1024;
   size_t historyLimit = 100000;         // watch history kept before compaction
+  // CSV token,user,uid,"groups" for static bearer-token auth (tests of token clients).
+  std::optional<std::string> tokenAuthFile;
 };
 
 class ApiServer {

@@ -241,10 +241,12 @@ BackgroundProcess::~BackgroundProcess() { stop(); }
 bool BackgroundProcess::start(const std::vector<std::string>& argv, const Env& env,
                               const std::string& stdoutPath, const std::string& stderrPath,
                               std::string* error) {
-  if (pid_ > 0) {
+  if (pid_ > 0 && !exited_) {
     *error = "already started";
     return false;
   }
+  exited_ = false;  // a stopped process may be started again
+  exitCode_ = -1;
   stdoutPath_ = stdoutPath;
   stderrPath_ = stderrPath;
   ExecPlan plan = makePlan(argv, env);
@@ -413,18 +415,39 @@ std::optional<AdminCredentials> loadAdminCredentials(const std::string& kubeconf
 // ---------------------------------------------------------------------------------------
 // Minicluster
 
-std::string Minicluster::start(const std::string& name, std::chrono::milliseconds deadline) {
+std::string Minicluster::start(const std::string& name, std::chrono::milliseconds deadline,
+                               const std::vector<std::string>& extraArgs) {
+  dir_ = std::make_unique<TempDir>("strait-minicluster");
+  kubeconfig_ = dir_->file("kubeconfig");
+  fs::create_directories(dir_->file("data"));
+  name_ = name;
+  extraArgs_ = extraArgs;
+  return launch("127.0.0.1:0", deadline);
+}
+
+std::string Minicluster::restart(bool kill, std::chrono::milliseconds deadline) {
+  if (!dir_ || server_.empty()) return "restart: the minicluster was never started";
+  std::string port = server_.substr(server_.rfind(':') + 1);
+  if (kill) {
+    ::kill(process_.pid(), SIGKILL);
+    waitFor([&] { return !process_.running(); }, 30s, 10ms);
+  }
+  process_.stop();
+  fs::remove(kubeconfig_);
+  return launch("127.0.0.1:" + port, deadline);
+}
+
+std::string Minicluster::launch(const std::string& listen, std::chrono::milliseconds deadline) {
   std::string bin = straitBinary();
   if (bin.empty()) {
     return "strait binary not found: set STRAIT_BIN or build /work/main/build/strait";
   }
-  dir_ = std::make_unique<TempDir>("strait-minicluster");
-  kubeconfig_ = dir_->file("kubeconfig");
-  fs::create_directories(dir_->file("data"));
   std::string error;
-  if (!process_.start({bin, "minicluster", "--name", name, "--listen", "127.0.0.1:0",
-                       "--kubeconfig-out", kubeconfig_, "--data-dir", dir_->file("data")},
-                      {}, dir_->file("server.out"), dir_->file("server.err"), &error)) {
+  std::vector<std::string> argv = {bin, "minicluster", "--name", name_, "--listen", listen,
+                                   "--kubeconfig-out", kubeconfig_, "--data-dir",
+                                   dir_->file("data")};
+  argv.insert(argv.end(), extraArgs_.begin(), extraArgs_.end());
+  if (!process_.start(argv, {}, dir_->file("server.out"), dir_->file("server.err"), &error)) {
     return "start " + bin + ": " + error;
   }
   bool exited = false;

@@ -67,7 +67,8 @@ class BackgroundProcess {
   BackgroundProcess& operator=(const BackgroundProcess&) = delete;
 
   // Starts argv; stdout -> stdoutPath, stderr -> stderrPath. Returns false (and sets
-  // *error) when the process could not be started. May be called once.
+  // *error) when the process could not be started. May be called again once the process
+  // has exited or was stopped.
   bool start(const std::vector<std::string>& argv, const Env& env, const std::string& stdoutPath,
              const std::string& stderrPath, std::string* error);
   // True while the process has not exited (reaps it when it has).
@@ -126,7 +127,12 @@ class Minicluster {
 
   // Starts the process and waits (up to `deadline`) for the kubeconfig file to appear.
   // Returns an empty string on success, else what went wrong (with the server's stderr).
-  std::string start(const std::string& name, std::chrono::milliseconds deadline = 60s);
+  // `extraArgs` are appended to the minicluster command line (e.g. --watch-history 50).
+  std::string start(const std::string& name, std::chrono::milliseconds deadline = 60s,
+                    const std::vector<std::string>& extraArgs = {});
+  // Stops the process (SIGTERM, or SIGKILL when `kill`) and starts it again on the same
+  // port, data dir and arguments; waits for the new kubeconfig. Returns "" or the error.
+  std::string restart(bool kill = false, std::chrono::milliseconds deadline = 60s);
   // SIGTERM, then SIGKILL after a grace period. Idempotent.
   void stop();
   bool running() { return process_.running(); }
@@ -144,6 +150,10 @@ class Minicluster {
   BackgroundProcess process_;
   std::string kubeconfig_;
   std::string server_;
+  std::string name_;
+  std::vector<std::string> extraArgs_;
+  // Starts the process listening on `listen` and waits for the kubeconfig.
+  std::string launch(const std::string& listen, std::chrono::milliseconds deadline);
 };
 
 // Base fixture: one minicluster shared by all tests of a suite (started in
