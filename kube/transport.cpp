@@ -1,0 +1,180 @@
+// Transport over cpprestsdk. TLS material is applied in the ssl_context_callback (called for
+// each new connection): a fresh trust store holding only the configured CA (the system store
+// when none is configured), the client certificate chain and key. tls-server-name is applied
+// through the Host header, which cpprestsdk uses for SNI, certificate name checks and the
+// connection-pool key.
+#include "kube/transport.h"
+
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <spdlog/spdlog.h>
+
+#include <cpprest/http_client.h>
+
+#include <mutex>
+#include <system_error>
+
+#include "kube/api_error.h"
+
+namespace strait::kube {
+namespace {
+
+using web::http::client::http_client;
+using web::http::client::http_client_config;
+
+constexpr auto kStreamIoTimeout = std::chrono::minutes(11);  // the longest watch is 10 min
+constexpr size_t kReadChunk = 64 * 1024;
+
+Error transportError(const std::exception& e) {
+  if (auto* he = dynamic_cast<const web::http::http_exception*>(&e)) {
+    if (he->error_code() == std::errc::timed_out) {
+      return makeError(Code::ServerTimeout, std::string("request timed out: ") + e.what());
+    }
+  }
+  return makeError(Code::Unavailable, e.what());
+}
+
+class CppRestTransport : public Transport {
+ public:
+  CppRestTransport(const RestConfig& cfg, std::string certPem, std::string keyPem)
+      : certPem_(std::move(certPem)),
+        keyPem_(std::move(keyPem)),
+        caPem_(cfg.caPem),
+        hostHeader_(cfg.tlsServerName),
+        userAgent_(cfg.userAgent),
+        client_(web::uri(cfg.server), makeConfig(cfg, cfg.timeout)),
+        streamClient_(web::uri(cfg.server), makeConfig(cfg, kStreamIoTimeout)) {}
+
+  const std::string& certPem() const override { return certPem_; }
+
+  Result<HttpResult> send(const std::string& method, const std::string& pathAndQuery,
+                          const std::string& body, const std::string& contentType,
+                          const std::string& token) override {
+    try {
+      web::http::http_request req = makeRequest(method, pathAndQuery, token);
+      if (!contentType.empty()) req.set_body(body, contentType);
+      web::http::http_response resp = client_.request(req).get();
+      HttpResult r;
+      r.status = resp.status_code();
+      r.body = resp.extract_utf8string(true).get();
+      auto ra = resp.headers().find("Retry-After");
+      if (ra != resp.headers().end()) r.retryAfter = ra->second;
+      return r;
+    } catch (const std::exception& e) {
+      return transportError(e);
+    }
+  }
+
+  Status stream(const std::string& pathAndQuery, const std::string& token, std::stop_token stop,
+                const std::function<Status(std::string_view)>& onChunk) override {
+    pplx::cancellation_token_source cts;
+    // The body's buffer, once the headers arrived: stop() closes it to end a blocked read.
+    struct Shared {
+      std::mutex mu;
+      bool stopped = false;
+      std::optional<concurrency::streams::streambuf<uint8_t>> buf;
+    };
+    auto shared = std::make_shared<Shared>();
+    std::stop_callback onStop(stop, [&cts, shared] {
+      std::lock_guard<std::mutex> lock(shared->mu);
+      shared->stopped = true;
+      cts.cancel();
+      if (shared->buf) shared->buf->close(std::ios_base::in).wait();
+    });
+    try {
+      web::http::http_request req = makeRequest("GET", pathAndQuery, token);
+      web::http::http_response resp = streamClient_.request(req, cts.get_token()).get();
+      if (resp.status_code() != 200) {
+        std::string body = resp.extract_utf8string(true).get();
+        return errorFromResponse(resp.status_code(), body);
+      }
+      auto buf = resp.body().streambuf();
+      {
+        std::lock_guard<std::mutex> lock(shared->mu);
+        if (shared->stopped) return Status::OK();
+        shared->buf = buf;
+      }
+      std::string chunk(kReadChunk, '\0');
+      auto* data = reinterpret_cast<uint8_t*>(chunk.data());
+      for (;;) {
+        // Wait for one byte, then take whatever else has arrived.
+        size_t n = buf.getn(data, 1).get();
+        if (n == 0) break;  // end of body
+        size_t avail = buf.in_avail();
+        if (avail > 0) n += buf.getn(data + 1, std::min(avail, kReadChunk - 1)).get();
+        Status s = onChunk(std::string_view(chunk.data(), n));
+        if (!s.ok()) return s;
+        if (stop.stop_requested()) return Status::OK();
+      }
+      return Status::OK();
+    } catch (const pplx::task_canceled&) {
+      return stop.stop_requested() ? Status::OK()
+                                   : Status(makeError(Code::Unavailable, "stream canceled"));
+    } catch (const std::exception& e) {
+      if (stop.stop_requested()) return Status::OK();
+      Error err = transportError(e);
+      err.message = "stream " + pathAndQuery + ": " + err.message;
+      return err;
+    }
+  }
+
+ private:
+  web::http::http_request makeRequest(const std::string& method, const std::string& pathAndQuery,
+                                      const std::string& token) {
+    web::http::http_request req(method);
+    req.set_request_uri(pathAndQuery);
+    req.headers().add("Accept", "application/json");
+    req.headers().add("User-Agent", userAgent_);
+    if (!hostHeader_.empty()) req.headers().add("Host", hostHeader_);
+    if (!token.empty()) req.headers().add("Authorization", "Bearer " + token);
+    return req;
+  }
+
+  http_client_config makeConfig(const RestConfig& cfg, std::chrono::milliseconds timeout) {
+    http_client_config c;
+    c.set_timeout(timeout);
+    c.set_validate_certificates(!cfg.insecureSkipTlsVerify);
+    std::string ca = caPem_, cert = certPem_, key = keyPem_;
+    c.set_ssl_context_callback([ca, cert, key](boost::asio::ssl::context& ctx) {
+      if (!ca.empty()) {
+        // Trust only the configured CA, as client-go does with certificate-authority.
+        SSL_CTX_set_cert_store(ctx.native_handle(), X509_STORE_new());
+        ctx.add_certificate_authority(boost::asio::buffer(ca));
+      }
+      if (!cert.empty()) {
+        ctx.use_certificate_chain(boost::asio::buffer(cert));
+        ctx.use_private_key(boost::asio::buffer(key), boost::asio::ssl::context::pem);
+      }
+    });
+    return c;
+  }
+
+  const std::string certPem_;
+  const std::string keyPem_;
+  const std::string caPem_;
+  const std::string hostHeader_;
+  const std::string userAgent_;
+  http_client client_;
+  http_client streamClient_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<Transport>> Transport::make(const RestConfig& cfg,
+                                                   const std::string& certPem,
+                                                   const std::string& keyPem) {
+  if (!cfg.caPem.empty()) {
+    if (auto s = checkPem(cfg.caPem, false, "certificate-authority"); !s) return s.error();
+  }
+  if (!certPem.empty() || !keyPem.empty()) {
+    if (auto s = checkPem(certPem, false, "client-certificate"); !s) return s.error();
+    if (auto s = checkPem(keyPem, true, "client-key"); !s) return s.error();
+  }
+  try {
+    return std::shared_ptr<Transport>(std::make_shared<CppRestTransport>(cfg, certPem, keyPem));
+  } catch (const std::exception& e) {
+    return makeError(Code::Invalid, "server \"" + cfg.server + "\": " + e.what());
+  }
+}
+
+}  // namespace strait::kube
