@@ -1,0 +1,159 @@
+#include "kube/cache.h"
+
+#include <mutex>
+
+namespace strait::kube {
+
+using nlohmann::json;
+
+namespace {
+
+const json* metadataOf(const json& obj) {
+  if (!obj.is_object()) return nullptr;
+  auto m = obj.find("metadata");
+  return m != obj.end() && m->is_object() ? &*m : nullptr;
+}
+
+std::string stringAt(const json* o, const char* key) {
+  if (!o) return {};
+  auto it = o->find(key);
+  return it != o->end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+std::string objectKey(const json& obj) {
+  const json* m = metadataOf(obj);
+  std::string ns = stringAt(m, "namespace");
+  std::string name = stringAt(m, "name");
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+std::string objectResourceVersion(const json& obj) {
+  return stringAt(metadataOf(obj), "resourceVersion");
+}
+
+IndexFunc indexByNamespace() {
+  return [](const json& o) -> std::vector<std::string> {
+    std::string ns = stringAt(metadataOf(o), "namespace");
+    if (ns.empty()) return {};
+    return {ns};
+  };
+}
+
+IndexFunc indexByNodeName() {
+  return [](const json& o) -> std::vector<std::string> {
+    if (!o.is_object()) return {};
+    auto spec = o.find("spec");
+    if (spec == o.end() || !spec->is_object()) return {};
+    std::string node = stringAt(&*spec, "nodeName");
+    if (node.empty()) return {};
+    return {node};
+  };
+}
+
+IndexFunc indexByLabels() {
+  return [](const json& o) {
+    std::vector<std::string> out;
+    const json* m = metadataOf(o);
+    if (!m) return out;
+    auto labels = m->find("labels");
+    if (labels == m->end() || !labels->is_object()) return out;
+    for (auto it = labels->begin(); it != labels->end(); ++it) {
+      if (it.value().is_string()) out.push_back(it.key() + "=" + it.value().get<std::string>());
+    }
+    return out;
+  };
+}
+
+void Cache::addIndex(const std::string& name, IndexFunc fn) {
+  std::unique_lock lock(mu_);
+  indexes_[name] = Index{std::move(fn), {}};
+  Index& idx = indexes_[name];
+  for (const auto& [key, obj] : items_) {
+    for (auto& v : idx.fn(*obj)) idx.values[v].insert(key);
+  }
+}
+
+ObjectPtr Cache::get(std::string_view key) const {
+  std::shared_lock lock(mu_);
+  auto it = items_.find(key);
+  return it == items_.end() ? nullptr : it->second;
+}
+
+std::vector<ObjectPtr> Cache::list() const {
+  std::shared_lock lock(mu_);
+  std::vector<ObjectPtr> out;
+  out.reserve(items_.size());
+  for (const auto& [k, v] : items_) out.push_back(v);
+  return out;
+}
+
+std::vector<std::string> Cache::keys() const {
+  std::shared_lock lock(mu_);
+  std::vector<std::string> out;
+  out.reserve(items_.size());
+  for (const auto& [k, v] : items_) out.push_back(k);
+  return out;
+}
+
+std::vector<ObjectPtr> Cache::byIndex(const std::string& name, const std::string& value) const {
+  std::shared_lock lock(mu_);
+  std::vector<ObjectPtr> out;
+  auto idx = indexes_.find(name);
+  if (idx == indexes_.end()) return out;
+  auto keys = idx->second.values.find(value);
+  if (keys == idx->second.values.end()) return out;
+  for (const auto& k : keys->second) {
+    auto it = items_.find(k);
+    if (it != items_.end()) out.push_back(it->second);
+  }
+  return out;
+}
+
+size_t Cache::size() const {
+  std::shared_lock lock(mu_);
+  return items_.size();
+}
+
+void Cache::indexLocked(const std::string& key, const json& obj, bool add) {
+  for (auto& [name, idx] : indexes_) {
+    for (auto& v : idx.fn(obj)) {
+      if (add) {
+        idx.values[v].insert(key);
+      } else {
+        auto it = idx.values.find(v);
+        if (it == idx.values.end()) continue;
+        it->second.erase(key);
+        if (it->second.empty()) idx.values.erase(it);
+      }
+    }
+  }
+}
+
+ObjectPtr Cache::upsert(const std::string& key, ObjectPtr obj) {
+  std::unique_lock lock(mu_);
+  ObjectPtr old;
+  auto it = items_.find(key);
+  if (it != items_.end()) {
+    old = it->second;
+    indexLocked(key, *old, false);
+    it->second = obj;
+  } else {
+    items_.emplace(key, obj);
+  }
+  indexLocked(key, *obj, true);
+  return old;
+}
+
+ObjectPtr Cache::erase(const std::string& key) {
+  std::unique_lock lock(mu_);
+  auto it = items_.find(key);
+  if (it == items_.end()) return nullptr;
+  ObjectPtr old = it->second;
+  indexLocked(key, *old, false);
+  items_.erase(it);
+  return old;
+}
+
+}  // namespace strait::kube

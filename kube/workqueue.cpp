@@ -1,0 +1,142 @@
+#include "kube/workqueue.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace strait::kube {
+
+using namespace std::chrono_literals;
+
+WorkQueue::WorkQueue(WorkQueueOptions opts)
+    : opts_(std::move(opts)),
+      bucket_(opts_.qps, opts_.burst,
+              opts_.clock ? TokenBucket::Clock(opts_.clock) : TokenBucket::Clock()) {}
+
+void WorkQueue::addLocked(const std::string& key) {
+  if (shuttingDown_ || dirty_.count(key)) return;
+  dirty_.insert(key);
+  if (processing_.count(key)) return;  // queued again at done()
+  queue_.push_back(key);
+  cv_.notify_one();
+}
+
+void WorkQueue::add(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  addLocked(key);
+}
+
+void WorkQueue::addAfter(const std::string& key, std::chrono::nanoseconds delay) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (shuttingDown_) return;
+  if (delay <= 0ns) {
+    addLocked(key);
+    return;
+  }
+  TimePoint at = now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(delay);
+  auto it = delayedAt_.find(key);
+  if (it != delayedAt_.end()) {
+    if (it->second <= at) return;
+    auto range = delayed_.equal_range(it->second);
+    for (auto d = range.first; d != range.second; ++d) {
+      if (d->second == key) {
+        delayed_.erase(d);
+        break;
+      }
+    }
+  }
+  delayed_.emplace(at, key);
+  delayedAt_[key] = at;
+  cv_.notify_all();  // a waiting get() may need to wake earlier
+}
+
+std::chrono::nanoseconds WorkQueue::when(const std::string& key) {
+  int n;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    n = failures_[key]++;
+  }
+  double perItem = static_cast<double>(std::chrono::nanoseconds(opts_.baseDelay).count()) *
+                   std::pow(2.0, std::min(n, 62));
+  double cap = static_cast<double>(std::chrono::nanoseconds(opts_.maxDelay).count());
+  auto itemDelay = std::chrono::nanoseconds(static_cast<int64_t>(std::min(perItem, cap)));
+  return std::max(itemDelay, bucket_.reserve());
+}
+
+void WorkQueue::addRateLimited(const std::string& key) { addAfter(key, when(key)); }
+
+void WorkQueue::forget(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  failures_.erase(key);
+}
+
+int WorkQueue::numRequeues(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = failures_.find(key);
+  return it == failures_.end() ? 0 : it->second;
+}
+
+void WorkQueue::promoteDelayedLocked(TimePoint t) {
+  while (!delayed_.empty() && delayed_.begin()->first <= t) {
+    std::string key = delayed_.begin()->second;
+    delayed_.erase(delayed_.begin());
+    delayedAt_.erase(key);
+    addLocked(key);
+  }
+}
+
+std::optional<std::string> WorkQueue::get() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (!shuttingDown_) promoteDelayedLocked(now());
+    if (!queue_.empty()) break;  // keys queued before a shutdown are still handed out
+    if (shuttingDown_) return std::nullopt;
+    if (delayed_.empty()) {
+      cv_.wait(lock);
+    } else if (opts_.clock) {
+      // An injected clock does not advance with real time: poll briefly.
+      cv_.wait_for(lock, 1ms);
+    } else {
+      cv_.wait_until(lock, delayed_.begin()->first);
+    }
+  }
+  std::string key = std::move(queue_.front());
+  queue_.pop_front();
+  dirty_.erase(key);
+  processing_.insert(key);
+  return key;
+}
+
+void WorkQueue::done(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  processing_.erase(key);
+  if (dirty_.count(key)) {
+    queue_.push_back(key);
+    cv_.notify_one();
+  }
+  if (processing_.empty() && queue_.empty()) cv_.notify_all();  // a drain may be waiting
+}
+
+size_t WorkQueue::len() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.size();
+}
+
+void WorkQueue::shutDown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  shuttingDown_ = true;
+  cv_.notify_all();
+}
+
+void WorkQueue::shutDownWithDrain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  shuttingDown_ = true;  // no new work is handed out or accepted
+  cv_.notify_all();
+  cv_.wait(lock, [&] { return processing_.empty() && queue_.empty(); });
+}
+
+bool WorkQueue::shuttingDown() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return shuttingDown_;
+}
+
+}  // namespace strait::kube

@@ -1,0 +1,97 @@
+#pragma once
+// A rate-limited work queue of string keys (client-go's workqueue.TypedRateLimitingInterface)
+// for controllers built on Informers:
+//  - a key waiting in the queue is queued once however often it is added (dirty set);
+//  - a key handed out by get() is not handed out again until done(key): an add while it is
+//    processed marks it dirty and it is queued again at done() (processing set), so two
+//    workers never hold the same key;
+//  - addRateLimited() delays by the worse of a per-key exponential backoff (base * 2^n,
+//    capped) and an overall token bucket; forget() resets the key's backoff;
+//  - addAfter() delays a key (requeue-after); the earliest pending time wins;
+//  - after shutDown() adds are ignored, keys already queued are still handed out, and get()
+//    returns nullopt once none is left; shutDownWithDrain() also waits until the queue is
+//    empty and every key handed out is done().
+//
+// Thread-safe. No background thread: delayed keys become ready inside get(). The clock is
+// injectable for tests.
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "kube/rate_limiter.h"
+
+namespace strait::kube {
+
+struct WorkQueueOptions {
+  std::chrono::milliseconds baseDelay{5};      // first per-key retry delay
+  std::chrono::milliseconds maxDelay{1000000};  // per-key cap (client-go: 1000 s)
+  double qps = 10;                             // overall bucket (client-go: 10 qps,
+  int burst = 100;                             // burst 100); qps <= 0 disables it
+  std::function<std::chrono::steady_clock::time_point()> clock;  // default steady_clock
+};
+
+class WorkQueue {
+ public:
+  explicit WorkQueue(WorkQueueOptions opts = {});
+  WorkQueue(const WorkQueue&) = delete;
+  WorkQueue& operator=(const WorkQueue&) = delete;
+
+  // Queues `key` unless it is already waiting (or, while processed, marks it to be queued
+  // again at done()). Ignored after shutdown.
+  void add(const std::string& key);
+  // add() after `delay` (zero or negative: now). A key already waiting for a later time is
+  // moved earlier; an earlier one is kept.
+  void addAfter(const std::string& key, std::chrono::nanoseconds delay);
+  // addAfter(key, when(key)): per-key exponential backoff combined with the token bucket.
+  void addRateLimited(const std::string& key);
+  // The delay addRateLimited would use now (and counts it as a requeue).
+  std::chrono::nanoseconds when(const std::string& key);
+  // Resets the key's backoff (call when it was processed successfully).
+  void forget(const std::string& key);
+  // How many times the key was rate-limited since the last forget().
+  int numRequeues(const std::string& key) const;
+
+  // Blocks until a key is ready or the queue shuts down (nullopt). The caller owns the key
+  // until done(key).
+  std::optional<std::string> get();
+  // Marks the key processed; requeues it if it was added meanwhile.
+  void done(const std::string& key);
+
+  // Keys ready to be handed out (not counting delayed or processing ones).
+  size_t len() const;
+  // Stops accepting keys (delayed ones are dropped); get() returns nullopt once the queue
+  // is empty. Idempotent.
+  void shutDown();
+  // shutDown(), then waits until the queue is empty and every key is done(). Workers must
+  // keep calling get()/done() meanwhile. Idempotent.
+  void shutDownWithDrain();
+  bool shuttingDown() const;
+
+ private:
+  using TimePoint = std::chrono::steady_clock::time_point;
+  TimePoint now() const { return opts_.clock ? opts_.clock() : std::chrono::steady_clock::now(); }
+  void addLocked(const std::string& key);
+  void promoteDelayedLocked(TimePoint now);
+
+  const WorkQueueOptions opts_;
+  TokenBucket bucket_;
+
+  mutable std::mutex mu_;  // guards everything below
+  std::condition_variable cv_;
+  std::deque<std::string> queue_;
+  std::set<std::string> dirty_;
+  std::set<std::string> processing_;
+  std::multimap<TimePoint, std::string> delayed_;
+  std::map<std::string, TimePoint> delayedAt_;
+  std::map<std::string, int> failures_;
+  bool shuttingDown_ = false;
+};
+
+}  // namespace strait::kube

@@ -1,0 +1,49 @@
+#pragma once
+// A TCP forwarder on 127.0.0.1:<ephemeral> to an upstream port, for tests that need to cut
+// a client's connections without stopping the server (dropped watches, missed events).
+// cut() closes every forwarded connection and refuses new ones until resume().
+//
+// Thread-safe; one background thread accepts and one thread per connection pumps bytes.
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace strait::e2e {
+
+class TcpProxy {
+ public:
+  explicit TcpProxy(uint16_t upstreamPort) : upstreamPort_(upstreamPort) {}
+  ~TcpProxy() { stop(); }
+  TcpProxy(const TcpProxy&) = delete;
+  TcpProxy& operator=(const TcpProxy&) = delete;
+
+  // Binds and starts accepting; "" or the error.
+  std::string start();
+  uint16_t port() const { return port_; }
+  // Closes all open connections; new ones are closed at once until resume().
+  void cut();
+  void resume();
+  // Stops accepting, closes everything, joins the threads. Idempotent.
+  void stop();
+
+ private:
+  void acceptLoop();
+  void pump(int client);
+
+  const uint16_t upstreamPort_;
+  uint16_t port_ = 0;
+  int listenFd_ = -1;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> cut_{false};
+  std::thread acceptor_;
+  std::mutex mu_;  // guards the fields below
+  std::set<int> open_;  // every live socket (both sides)
+  std::vector<std::thread> pumps_;
+};
+
+}  // namespace strait::e2e
