@@ -5,6 +5,8 @@ namespace strait::cmd {
 
 // Each adds one subcommand whose callback runs it and records the exit code.
 void addMiniclusterCommand(CLI::App& app);
+void addAgentCommand(CLI::App& app);
+void addPeeringCommands(CLI::App& app);  // token, peer, unpeer, status
 
 // Exit code recorded by the subcommand that ran.
 int exitCode();

@@ -9,6 +9,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "strait 0.1.0");
   strait::cmd::addMiniclusterCommand(app);
+  strait::cmd::addAgentCommand(app);
+  strait::cmd::addPeeringCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,6 +3,7 @@
 // peering carries kLabelManagedBy=kManagedByValue and kLabelRemoteCluster=<the other side's
 // cluster ID>, so "nothing left behind" is one label query.
 
+#include <cctype>
 #include <string>
 #include <string_view>
 
@@ -46,6 +47,20 @@ inline std::string credentialSecretName(const std::string& providerId) {
 }
 inline std::string revocationName(const std::string& consumerId) {
   return "strait-revoked-" + consumerId;
+}
+
+// A DNS-1123 label (ForeignCluster name) from a cluster name: lower case, other characters
+// as '-', at most 40 characters, "cluster" if nothing is left.
+inline std::string dnsLabel(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    char l = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out += (std::isalnum(static_cast<unsigned char>(l)) || l == '-') ? l : '-';
+  }
+  while (!out.empty() && out.front() == '-') out.erase(out.begin());
+  if (out.size() > 40) out.resize(40);
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? "cluster" : out;
 }
 
 }  // namespace strait::peering

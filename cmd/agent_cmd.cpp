@@ -1,0 +1,121 @@
+// `strait agent`: the per-cluster daemon (peering service; issue 6 adds virtual kubelets and
+// the reflection stream). Composition root: flags -> AgentConfig -> peering::Agent.
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <thread>
+
+#include "cmd/cli_util.h"
+#include "cmd/commands.h"
+#include "peering/agent.h"
+
+namespace strait::cmd {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void onSignal(int) { g_stop = true; }
+
+struct AgentFlags {
+  std::string kubeconfig;
+  std::string clusterName;
+  std::string listen = "127.0.0.1:7443";
+  std::string advertise;
+  std::string certTtl = "1h";
+  std::string heartbeat = "1s";
+  std::string lostAfter = "3s";
+  double share = 0.5;
+  std::string budget;
+  std::string maxPerConsumer;
+  std::string logLevel = "info";
+};
+
+int runAgent(const AgentFlags& f) {
+  setupLogging(f.logLevel);
+  peering::AgentConfig cfg;
+  cfg.clusterName = f.clusterName;
+  cfg.listen = f.listen;
+  cfg.advertise = f.advertise;
+  auto ttl = parseDuration(f.certTtl);
+  auto hb = parseDuration(f.heartbeat);
+  auto lost = parseDuration(f.lostAfter);
+  if (!ttl || !hb || !lost) {
+    spdlog::error("event=bad_flag error=\"--cert-ttl, --heartbeat-interval and --lost-after take "
+                  "durations like 30s, 5m, 1h\"");
+    return 2;
+  }
+  if (f.share <= 0 || f.share > 1) {
+    spdlog::error("event=bad_flag flag=--share error=\"must be in (0, 1]\"");
+    return 2;
+  }
+  cfg.provider.certTtl = std::chrono::duration_cast<std::chrono::seconds>(*ttl);
+  cfg.provider.consumerLostAfter = *lost;
+  cfg.provider.policy.share = f.share;
+  for (auto [text, out, flag] :
+       {std::tuple{&f.budget, &cfg.provider.policy.explicitBudget, "--budget"},
+        std::tuple{&f.maxPerConsumer, &cfg.provider.policy.perConsumerCap, "--max-per-consumer"}}) {
+    kube::Result<peering::ResourceMap> r = peering::parseResourceArg(*text);
+    if (!r.ok()) {
+      spdlog::error("event=bad_flag flag={} error=\"{}\"", flag, r.error().message);
+      return 2;
+    }
+    *out = *r;
+  }
+  cfg.consumer.heartbeatInterval = *hb;
+  cfg.consumer.lostAfter = *lost;
+  kube::Result<std::unique_ptr<kube::Client>> client = clientFor(f.kubeconfig);
+  if (!client.ok()) {
+    spdlog::error("event=start_failed error=\"{}\"", client.error().message);
+    return 1;
+  }
+  kube::Result<std::unique_ptr<peering::Agent>> agent =
+      peering::Agent::create(std::move(cfg), std::move(*client));
+  if (!agent.ok()) {
+    spdlog::error("event=start_failed error=\"{}\"", agent.error().message);
+    return 2;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = onSignal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  if (kube::Status s = (*agent)->start(); !s.ok()) {
+    spdlog::error("event=start_failed error=\"{}\"", s.error().message);
+    return 1;
+  }
+  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  spdlog::info("event=stopping");
+  (*agent)->stop();
+  return 0;
+}
+
+}  // namespace
+
+void addAgentCommand(CLI::App& app) {
+  auto flags = std::make_shared<AgentFlags>();
+  CLI::App* sub = app.add_subcommand("agent", "run the per-cluster Strait agent (peering service)");
+  sub->add_option("--kubeconfig", flags->kubeconfig, "kubeconfig of this cluster")->required();
+  sub->add_option("--cluster-name", flags->clusterName, "this cluster's name")->required();
+  sub->add_option("--listen", flags->listen, "HOST:PORT for the gRPC service (PORT 0 = any)")
+      ->capture_default_str();
+  sub->add_option("--advertise", flags->advertise,
+                  "HOST:PORT other clusters dial (default: listen host and bound port)");
+  sub->add_option("--cert-ttl", flags->certTtl, "validity of client certificates this cluster signs")
+      ->capture_default_str();
+  sub->add_option("--heartbeat-interval", flags->heartbeat, "how often to call each provider")
+      ->capture_default_str();
+  sub->add_option("--lost-after", flags->lostAfter,
+                  "silence after which a peer is marked disconnected")
+      ->capture_default_str();
+  sub->add_option("--share", flags->share,
+                  "share of free allocatable lent to all consumers together")
+      ->capture_default_str();
+  sub->add_option("--budget", flags->budget,
+                  "explicit budget for all consumers, e.g. cpu=8,memory=16Gi,pods=110");
+  sub->add_option("--max-per-consumer", flags->maxPerConsumer, "cap per consumer, e.g. cpu=4");
+  sub->add_option("--log-level", flags->logLevel, "trace, debug, info, warn, error")
+      ->capture_default_str();
+  sub->callback([flags] { setExitCode(runAgent(*flags)); });
+}
+
+}  // namespace strait::cmd

@@ -1,0 +1,181 @@
+// `strait token`, `strait peer`, `strait unpeer`, `strait status`: flag parsing and printing
+// only; the work is in peering/operations.
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "cmd/cli_util.h"
+#include "cmd/commands.h"
+#include "peering/operations.h"
+
+namespace strait::cmd {
+namespace {
+
+int fail(const std::string& what) {
+  std::cerr << "error: " << what << "\n";
+  return 1;
+}
+
+struct TokenFlags {
+  std::string kubeconfig;
+  std::string ttl = "1h";
+};
+
+int runToken(const TokenFlags& f) {
+  setupLogging("warn");
+  auto ttl = parseDuration(f.ttl);
+  if (!ttl || ttl->count() < 1000) return fail("--ttl: expected a duration of at least 1s");
+  auto client = clientFor(f.kubeconfig);
+  if (!client.ok()) return fail(client.error().message);
+  auto token = peering::issueToken(**client, std::chrono::duration_cast<std::chrono::seconds>(*ttl));
+  if (!token.ok()) return fail(token.error().message);
+  std::cout << token->reveal() << "\n";
+  return 0;
+}
+
+struct PeerFlags {
+  std::string kubeconfig;
+  std::string remoteKubeconfig;
+  std::string token;
+  std::string cpu = "4";
+  std::string memory = "8Gi";
+  std::string pods = "110";
+  std::vector<std::string> resources;
+  std::string timeout = "60s";
+};
+
+int runPeer(const PeerFlags& f) {
+  setupLogging("warn");
+  if (f.token.empty() == f.remoteKubeconfig.empty()) {
+    return fail("give exactly one of --token (out-of-band) or --remote-kubeconfig (in-band)");
+  }
+  auto timeout = parseDuration(f.timeout);
+  if (!timeout) return fail("--timeout: expected a duration like 60s");
+  std::string resources = "cpu=" + f.cpu + ",memory=" + f.memory + ",pods=" + f.pods;
+  for (const std::string& r : f.resources) resources += "," + r;
+  auto requested = peering::parseResourceArg(resources);
+  if (!requested.ok()) return fail(requested.error().message);
+  auto consumer = clientFor(f.kubeconfig);
+  if (!consumer.ok()) return fail(consumer.error().message);
+  peering::PeerRequest req;
+  req.requested = *requested;
+  req.timeout = *timeout;
+  if (!f.remoteKubeconfig.empty()) {
+    auto provider = clientFor(f.remoteKubeconfig);
+    if (!provider.ok()) return fail(provider.error().message);
+    auto token = peering::issueToken(**provider, std::chrono::minutes(10));
+    if (!token.ok()) return fail("issuing a token on the provider: " + token.error().message);
+    req.token = token->reveal();
+  } else {
+    req.token = f.token;
+  }
+  auto result = peering::requestPeering(**consumer, req);
+  if (!result.ok()) return fail(result.error().message);
+  std::cout << "peered with " << result->name << " (cluster " << result->providerId
+            << "); granted " << result->granted.dump() << "\n";
+  return 0;
+}
+
+struct UnpeerFlags {
+  std::string kubeconfig;
+  std::string remoteKubeconfig;
+  std::string remoteName;
+  bool drain = false;
+  bool force = false;
+  std::string timeout = "5m";
+};
+
+int runUnpeer(const UnpeerFlags& f) {
+  setupLogging("warn");
+  if (f.remoteName.empty() == f.remoteKubeconfig.empty()) {
+    return fail("give exactly one of --remote-name or --remote-kubeconfig");
+  }
+  auto timeout = parseDuration(f.timeout);
+  if (!timeout) return fail("--timeout: expected a duration like 5m");
+  auto consumer = clientFor(f.kubeconfig);
+  if (!consumer.ok()) return fail(consumer.error().message);
+  peering::UnpeerRequest req;
+  req.remoteName = f.remoteName;
+  req.drain = f.drain;
+  req.force = f.force;
+  req.timeout = *timeout;
+  std::unique_ptr<kube::Client> provider;
+  if (!f.remoteKubeconfig.empty()) {
+    auto p = clientFor(f.remoteKubeconfig);
+    if (!p.ok()) return fail(p.error().message);
+    provider = std::move(*p);
+    auto id = peering::agentClusterId(*provider);
+    if (!id.ok()) return fail("reading the provider's cluster ID: " + id.error().message);
+    req.remoteClusterId = *id;
+    req.provider = provider.get();
+  }
+  auto lines = peering::unpeer(**consumer, req);
+  if (!lines.ok()) return fail(lines.error().message);
+  for (const std::string& l : *lines) std::cout << l << "\n";
+  return 0;
+}
+
+struct StatusFlags {
+  std::string kubeconfig;
+  std::string output;
+};
+
+int runStatus(const StatusFlags& f) {
+  setupLogging("warn");
+  if (!f.output.empty() && f.output != "json" && f.output != "table") {
+    return fail("-o: expected json or table");
+  }
+  auto client = clientFor(f.kubeconfig);
+  if (!client.ok()) return fail(client.error().message);
+  auto rows = peering::peeringStatus(**client);
+  if (!rows.ok()) return fail(rows.error().message);
+  if (f.output == "json") {
+    std::cout << rows->dump(2) << "\n";
+  } else if (rows->empty()) {
+    std::cout << "no peerings\n";
+  } else {
+    std::cout << peering::statusTable(*rows);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void addPeeringCommands(CLI::App& app) {
+  auto tf = std::make_shared<TokenFlags>();
+  CLI::App* token = app.add_subcommand("token", "print a one-time peering token for this provider");
+  token->add_option("--kubeconfig", tf->kubeconfig, "kubeconfig of the provider")->required();
+  token->add_option("--ttl", tf->ttl, "how long the token stays valid")->capture_default_str();
+  token->callback([tf] { setExitCode(runToken(*tf)); });
+
+  auto pf = std::make_shared<PeerFlags>();
+  CLI::App* peer = app.add_subcommand("peer", "peer this (consumer) cluster with a provider");
+  peer->add_option("--kubeconfig", pf->kubeconfig, "kubeconfig of the consumer")->required();
+  peer->add_option("--remote-kubeconfig", pf->remoteKubeconfig,
+                   "kubeconfig of the provider (in-band peering)");
+  peer->add_option("--token", pf->token, "token from `strait token` (out-of-band peering)");
+  peer->add_option("--cpu", pf->cpu, "CPU to ask for")->capture_default_str();
+  peer->add_option("--memory", pf->memory, "memory to ask for")->capture_default_str();
+  peer->add_option("--pods", pf->pods, "pods to ask for")->capture_default_str();
+  peer->add_option("--resource", pf->resources, "other resource NAME=QUANTITY (repeatable)");
+  peer->add_option("--timeout", pf->timeout, "how long to wait")->capture_default_str();
+  peer->callback([pf] { setExitCode(runPeer(*pf)); });
+
+  auto uf = std::make_shared<UnpeerFlags>();
+  CLI::App* unpeer = app.add_subcommand("unpeer", "end a peering and remove what it created");
+  unpeer->add_option("--kubeconfig", uf->kubeconfig, "kubeconfig of the consumer")->required();
+  unpeer->add_option("--remote-kubeconfig", uf->remoteKubeconfig, "kubeconfig of the provider");
+  unpeer->add_option("--remote-name", uf->remoteName, "name of the provider's ForeignCluster");
+  unpeer->add_flag("--drain", uf->drain, "evict offloaded pods and wait for them");
+  unpeer->add_flag("--force", uf->force, "part even if the provider agent is unreachable");
+  unpeer->add_option("--timeout", uf->timeout, "overall deadline")->capture_default_str();
+  unpeer->callback([uf] { setExitCode(runUnpeer(*uf)); });
+
+  auto sf = std::make_shared<StatusFlags>();
+  CLI::App* status = app.add_subcommand("status", "show this cluster's peerings");
+  status->add_option("--kubeconfig", sf->kubeconfig, "kubeconfig of the cluster")->required();
+  status->add_option("-o,--output", sf->output, "table (default) or json");
+  status->callback([sf] { setExitCode(runStatus(*sf)); });
+}
+
+}  // namespace strait::cmd

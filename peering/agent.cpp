@@ -1,0 +1,172 @@
+// Agent composition and start-up (see agent.h).
+#include "peering/agent.h"
+
+#include <spdlog/spdlog.h>
+
+#include "peering/foreign_cluster.h"
+#include "peering/names.h"
+
+namespace strait::peering {
+namespace {
+
+using json = nlohmann::json;
+using kube::Code;
+const std::string kSys(kSystemNamespace);
+
+std::string hostOf(const std::string& hostPort) {
+  size_t colon = hostPort.rfind(':');
+  return colon == std::string::npos ? hostPort : hostPort.substr(0, colon);
+}
+
+}  // namespace
+
+kube::Result<std::unique_ptr<Agent>> Agent::create(AgentConfig config,
+                                                   std::unique_ptr<kube::Client> client) {
+  if (config.clusterName.empty()) {
+    return kube::makeError(Code::Invalid, "agent: --cluster-name is required");
+  }
+  if (config.listen.find(':') == std::string::npos) {
+    return kube::makeError(Code::Invalid, "agent: --listen must be host:port");
+  }
+  if (!client) return kube::makeError(Code::Invalid, "agent: no Kubernetes client");
+  if (config.provider.certTtl.count() < 2) {
+    return kube::makeError(Code::Invalid, "agent: --cert-ttl must be at least 2s");
+  }
+  return std::unique_ptr<Agent>(new Agent(std::move(config), std::move(client)));
+}
+
+Agent::Agent(AgentConfig config, std::unique_ptr<kube::Client> client)
+    : config_(std::move(config)), client_(std::move(client)) {}
+
+Agent::~Agent() { stop(); }
+
+kube::Status Agent::loadOrCreateIdentity() {
+  json ns = {{"apiVersion", "v1"},
+             {"kind", "Namespace"},
+             {"metadata", {{"name", kSys}, {"labels", {{std::string(kLabelComponent), "system"}}}}}};
+  kube::Result<json> created = client_->create(kube::resources::kNamespaces, "", ns);
+  if (!created.ok() && created.code() != Code::AlreadyExists) return created.error();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    kube::Result<json> secret =
+        client_->get(kube::resources::kSecrets, kSys, std::string(kIdentitySecret));
+    if (secret.ok()) {
+      kube::Result<ClusterIdentity> id = ClusterIdentity::fromSecret(*secret);
+      if (!id.ok()) return id.error();
+      identity_ = std::move(*id);
+      if (identity_.clusterName != config_.clusterName) {
+        spdlog::warn("event=identity_name_kept stored={} flag={}", identity_.clusterName,
+                     config_.clusterName);
+      }
+      spdlog::info("event=identity_loaded cluster_id={} name={}", identity_.clusterId,
+                   identity_.clusterName);
+      return kube::Status::OK();
+    }
+    if (secret.code() != Code::NotFound) return secret.error();
+    kube::Result<ClusterIdentity> id = ClusterIdentity::generate(config_.clusterName);
+    if (!id.ok()) return id.error();
+    kube::Result<json> made = client_->create(kube::resources::kSecrets, kSys, id->toSecret());
+    if (made.ok()) {
+      identity_ = std::move(*id);
+      spdlog::info("event=identity_created cluster_id={} name={}", identity_.clusterId,
+                   identity_.clusterName);
+      return kube::Status::OK();
+    }
+    if (made.code() != Code::AlreadyExists) return made.error();  // else: lost a race, reload
+  }
+  return kube::makeError(Code::Conflict, "agent: identity Secret keeps changing");
+}
+
+kube::Status Agent::installCrd() {
+  kube::Result<json> r = client_->create(kCrds, "", foreignClusterCrd());
+  if (!r.ok() && r.code() != Code::AlreadyExists) return r.error();
+  // Wait until the API server serves the new resource.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (true) {
+    kube::Result<json> l = client_->list(kForeignClusters, "");
+    if (l.ok()) return kube::Status::OK();
+    if (std::chrono::steady_clock::now() > deadline) return l.error();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+kube::Status Agent::publishEndpoint() {
+  json cm = {{"apiVersion", "v1"},
+             {"kind", "ConfigMap"},
+             {"metadata",
+              {{"name", std::string(kAgentConfigMap)},
+               {"namespace", kSys},
+               {"labels", {{std::string(kLabelComponent), "agent"}}}}},
+             {"data",
+              {{"endpoint", endpoint_},
+               {"clusterID", identity_.clusterId},
+               {"clusterName", identity_.clusterName},
+               {"caFingerprint", identity_.caFingerprint()}}}};
+  kube::Result<json> r = client_->create(kube::resources::kConfigMaps, kSys, cm);
+  if (r.ok()) return kube::Status::OK();
+  if (r.code() != Code::AlreadyExists) return r.error();
+  kube::Result<json> cur =
+      client_->get(kube::resources::kConfigMaps, kSys, std::string(kAgentConfigMap));
+  if (!cur.ok()) return cur.error();
+  cm["metadata"]["resourceVersion"] = (*cur)["metadata"]["resourceVersion"];
+  kube::Result<json> u = client_->update(kube::resources::kConfigMaps, kSys, cm);
+  return u.ok() ? kube::Status::OK() : kube::Status(u.error());
+}
+
+kube::Status Agent::start() {
+  if (kube::Status s = loadOrCreateIdentity(); !s.ok()) return s;
+  if (kube::Status s = installCrd(); !s.ok()) return s;
+  // A fresh server certificate each start: it names the cluster, not an address, so it never
+  // goes stale when the agent moves (cf. liqo#1334).
+  kube::Result<kube::KeyPair> leaf =
+      kube::issueCert(identity_.ca, "strait-agent-" + identity_.clusterName, {},
+                      {agentServerName(identity_.clusterId)}, {}, true, 365);
+  if (!leaf.ok()) return leaf.error();
+  provider_ = std::make_unique<ProviderService>(identity_, *client_, config_.provider);
+  if (kube::Status s = provider_->load(); !s.ok()) return s;
+  ServerConfig sc;
+  sc.listen = config_.listen;
+  sc.serverCert = {leaf->certPem + identity_.ca.certPem, leaf->keyPem};
+  sc.clientCaPem = identity_.ca.certPem;
+  kube::Result<std::unique_ptr<RpcServer>> server = startRpcServer(sc, *provider_);
+  if (!server.ok()) return server.error();
+  server_ = std::move(*server);
+  endpoint_ = config_.advertise.empty()
+                  ? hostOf(config_.listen) + ":" + std::to_string(server_->port())
+                  : config_.advertise;
+  if (hostOf(endpoint_) == "0.0.0.0" || hostOf(endpoint_) == "[::]") {
+    endpoint_ = "127.0.0.1:" + std::to_string(server_->port());
+    spdlog::warn("event=advertise_defaulted endpoint={} hint=\"set --advertise\"", endpoint_);
+  }
+  if (kube::Status s = publishEndpoint(); !s.ok()) return s;
+  ConsumerConfig cc = config_.consumer;
+  cc.ownEndpoint = endpoint_;
+  consumer_ = std::make_unique<ConsumerController>(identity_, *client_, cc);
+  thread_ = std::thread([this] { loop(); });
+  spdlog::info("event=agent_started cluster_id={} name={} listen={} endpoint={}",
+               identity_.clusterId, identity_.clusterName, config_.listen, endpoint_);
+  return kube::Status::OK();
+}
+
+void Agent::loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    lock.unlock();
+    auto now = std::chrono::system_clock::now();
+    provider_->tick(now);
+    consumer_->tick(now);
+    lock.lock();
+    cv_.wait_for(lock, config_.loopInterval, [this] { return stopping_; });
+  }
+}
+
+void Agent::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (server_) server_->shutdown(std::chrono::seconds(2));
+}
+
+}  // namespace strait::peering

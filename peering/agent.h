@@ -1,0 +1,75 @@
+#pragma once
+// The per-cluster daemon (`strait agent`): loads or creates the cluster identity (Secret
+// strait-system/strait-identity, reused after restarts), installs the ForeignCluster CRD,
+// serves the Peering and Reflection gRPC services over TLS with a server certificate from its
+// own CA, publishes its endpoint in ConfigMap strait-system/strait-agent, and runs the
+// provider and consumer control loops.
+//
+// Issue 6 adds the virtual kubelets (consumer side) and the reflection stream (provider
+// side) next to ConsumerController and ProviderService.
+//
+// Thread-safety: start() and stop() from one thread; the loop runs on its own thread;
+// gRPC calls on gRPC's threads.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "kube/client.h"
+#include "peering/consumer.h"
+#include "peering/identity.h"
+#include "peering/provider.h"
+#include "peering/transport.h"
+
+namespace strait::peering {
+
+struct AgentConfig {
+  std::string clusterName;
+  std::string listen = "127.0.0.1:0";
+  std::string advertise;  // host:port others dial; default: the listen host with the bound port
+  ProviderConfig provider;
+  ConsumerConfig consumer;
+  std::chrono::milliseconds loopInterval{100};
+};
+
+class Agent {
+ public:
+  // Validates the config (Invalid naming the field). Takes the client. No I/O.
+  static kube::Result<std::unique_ptr<Agent>> create(AgentConfig config,
+                                                     std::unique_ptr<kube::Client> client);
+  ~Agent();
+
+  // Identity, CRD, server, endpoint ConfigMap, loop. Error if any step fails (the agent is
+  // then not running). Call once.
+  kube::Status start();
+  // Stops the loop and the server. Idempotent.
+  void stop();
+
+  const ClusterIdentity& identity() const { return identity_; }
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  Agent(AgentConfig config, std::unique_ptr<kube::Client> client);
+  kube::Status loadOrCreateIdentity();
+  kube::Status installCrd();
+  kube::Status publishEndpoint();
+  void loop();
+
+  AgentConfig config_;
+  std::unique_ptr<kube::Client> client_;
+  ClusterIdentity identity_;
+  std::string endpoint_;
+  std::unique_ptr<ProviderService> provider_;
+  std::unique_ptr<ConsumerController> consumer_;
+  std::unique_ptr<RpcServer> server_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;  // guarded by mu_
+};
+
+}  // namespace strait::peering

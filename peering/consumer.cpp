@@ -1,0 +1,328 @@
+// Consumer side of peering (see consumer.h). Logs one line per event, key=value, never a
+// token or key.
+#include "peering/consumer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <set>
+
+#include "peering/foreign_cluster.h"
+#include "peering/names.h"
+#include "peering/policy.h"
+#include "peering/token.h"
+
+namespace strait::peering {
+namespace {
+
+using json = nlohmann::json;
+using kube::Code;
+const std::string kSys(kSystemNamespace);
+constexpr const char* kIssuedAt = "strait.io/issued-at";
+
+std::string dataField(const json& secret, const char* key) {
+  auto it = secret.find("data");
+  if (it == secret.end() || !it->is_object() || !it->contains(key)) return {};
+  kube::Result<std::string> v = base64Decode((*it)[key].get<std::string>(), key);
+  return v.ok() ? *v : std::string();
+}
+
+// The four conditions as one status fragment (merge patch replaces the whole list).
+json conditionsFor(const json& fc, bool authenticated, const std::string& authReason,
+                   const std::string& authMessage, bool connected,
+                   const std::string& connReason, const std::string& connMessage,
+                   std::chrono::system_clock::time_point now) {
+  json obj = {{"status", {{"conditions", fc.contains("status") && fc["status"].is_object()
+                                              ? fc["status"].value("conditions", json::array())
+                                              : json::array()}}}};
+  setCondition(obj, "Authenticated", authenticated, authReason, authMessage, now);
+  setCondition(obj, "Connected", connected, connReason, connMessage, now);
+  setCondition(obj, "VirtualNodeReady", false, "NotImplemented",
+               "the virtual node arrives with issue 6", now);
+  setCondition(obj, "TunnelUp", false, "TunnelNotConfigured", "no tunnel configured", now);
+  return obj["status"];
+}
+
+void toProto(const json& list, v1::ResourceList* out) {
+  kube::Result<ResourceMap> r = kube::parseResourceList(list);
+  if (!r.ok()) return;
+  for (const auto& [k, v] : *r) (*out->mutable_items())[k] = v.toString();
+}
+
+json fromProto(const v1::ResourceList& l) {
+  json out = json::object();
+  for (const auto& [k, v] : l.items()) out[k] = v;
+  return out;
+}
+
+}  // namespace
+
+ConsumerController::ConsumerController(const ClusterIdentity& identity, kube::Client& client,
+                                       ConsumerConfig config)
+    : identity_(identity), client_(client), config_(std::move(config)) {}
+
+ConsumerController::~ConsumerController() = default;
+
+void ConsumerController::patchStatus(const std::string& fcName, const json& status) {
+  kube::WriteOptions wo;
+  wo.subresource = "status";
+  kube::Result<json> r = client_.patch(kForeignClusters, "", fcName, kube::PatchType::Merge,
+                                       json{{"status", status}}, wo);
+  if (!r.ok() && r.code() != Code::NotFound) {
+    spdlog::warn("event=foreigncluster_status_failed name={} error=\"{}\"", fcName,
+                 r.error().message);
+  }
+}
+
+void ConsumerController::tick(std::chrono::system_clock::time_point now) {
+  kube::Result<json> list = client_.list(kForeignClusters, "");
+  if (!list.ok()) {
+    spdlog::warn("event=foreigncluster_list_failed error=\"{}\"", list.error().message);
+    return;
+  }
+  std::set<std::string> seen;
+  for (const json& fc : list->value("items", json::array())) {
+    if (fc.value("/spec/role"_json_pointer, std::string()) != kRoleProvider) continue;
+    if (fc.contains("metadata") && fc["metadata"].contains("deletionTimestamp")) continue;
+    std::string providerId = fc.value("/spec/clusterID"_json_pointer, std::string());
+    std::string fcName = fc.value("/metadata/name"_json_pointer, std::string());
+    if (!validClusterId(providerId)) continue;
+    seen.insert(providerId);
+    auto it = peerings_.find(providerId);
+    if (it == peerings_.end()) {
+      Peering p;
+      if (loadCredential(providerId, fcName, &p)) {
+        p.lastSuccess = now;  // a full grace period before calling the provider lost
+        p.connected = true;
+        it = peerings_.emplace(providerId, std::move(p)).first;
+      } else {
+        join(fc, now);
+        continue;
+      }
+    }
+    Peering& p = it->second;
+    if (now - p.lastAttempt >= config_.heartbeatInterval) heartbeat(fc, p, now);
+    if (!p.revoked && p.notAfter > p.issuedAt &&
+        now >= p.issuedAt + (p.notAfter - p.issuedAt) * 2 / 3) {
+      renew(providerId, p, now);
+    }
+  }
+  for (auto it = peerings_.begin(); it != peerings_.end();) {
+    it = seen.count(it->first) ? std::next(it) : peerings_.erase(it);
+  }
+}
+
+bool ConsumerController::loadCredential(const std::string& providerId, const std::string& fcName,
+                                        Peering* p) {
+  kube::Result<json> secret =
+      client_.get(kube::resources::kSecrets, kSys, credentialSecretName(providerId));
+  if (!secret.ok()) return false;
+  kube::KeyPair cert{dataField(*secret, "tls.crt"), dataField(*secret, "tls.key")};
+  ClientConfig cc;
+  cc.endpoint = dataField(*secret, "endpoint");
+  cc.serverCaPem = dataField(*secret, "ca.crt");
+  cc.serverName = agentServerName(providerId);
+  cc.clientCert = cert;
+  kube::Result<kube::CertificateInfo> info = kube::certificateInfo(cert.certPem);
+  kube::Result<std::unique_ptr<RpcClient>> rpc = makeRpcClient(cc);
+  if (!info.ok() || !rpc.ok()) {
+    spdlog::warn("event=credential_unusable provider={}", providerId);
+    return false;
+  }
+  p->fcName = fcName;
+  p->rpc = std::move(*rpc);
+  p->notAfter = info->notAfter;
+  p->issuedAt = info->notBefore;
+  std::string issued = secret->value("/metadata/annotations"_json_pointer, json::object())
+                           .value(kIssuedAt, std::string());
+  if (!issued.empty()) {
+    p->issuedAt = std::chrono::system_clock::time_point(std::chrono::seconds(std::stoll(issued)));
+  }
+  return true;
+}
+
+void ConsumerController::join(const json& fc, std::chrono::system_clock::time_point now) {
+  const std::string fcName = fc.value("/metadata/name"_json_pointer, std::string());
+  const std::string providerId = fc.value("/spec/clusterID"_json_pointer, std::string());
+  const std::string tokenRef = fc.value("/spec/tokenSecretRef"_json_pointer, std::string());
+  if (tokenRef.empty()) return;
+  kube::Result<json> tokenSecret = client_.get(kube::resources::kSecrets, kSys, tokenRef);
+  if (!tokenSecret.ok()) return;  // refused earlier (the token is deleted then) or not yet written
+  SecretString tokenText(dataField(*tokenSecret, "token"));
+  auto refuse = [&](const std::string& reason, const std::string& message) {
+    spdlog::warn("event=join_failed provider={} reason={} message=\"{}\"", providerId, reason,
+                 message);
+    patchStatus(fcName, conditionsFor(fc, false, reason, message, false, reason, message, now));
+    if (reason == "JoinRefused") {
+      (void)client_.remove(kube::resources::kSecrets, kSys, tokenRef);
+    }
+  };
+  kube::Result<Token> token = parseToken(tokenText.reveal());
+  if (!token.ok()) return refuse("JoinRefused", token.error().message);
+  if (token->clusterId != providerId) {
+    return refuse("JoinRefused", "token is for cluster " + token->clusterId +
+                                     ", the ForeignCluster names " + providerId);
+  }
+  kube::Result<std::string> ca = fetchPinnedCa(token->endpoint, token->caFingerprint,
+                                               config_.callTimeout);
+  if (!ca.ok()) {
+    return refuse(ca.code() == Code::Unavailable ? "ProviderUnreachable" : "JoinRefused",
+                  ca.error().message);
+  }
+  kube::Result<kube::KeyAndCsr> kc =
+      kube::makeKeyAndCsr(identity_.clusterId, {std::string(kConsumerOrganization)});
+  if (!kc.ok()) return refuse("InternalError", kc.error().message);
+  SecretString keyPem(std::move(kc->keyPem));
+  ClientConfig cc;
+  cc.endpoint = token->endpoint;
+  cc.serverCaPem = *ca;
+  cc.serverName = agentServerName(providerId);
+  kube::Result<std::unique_ptr<RpcClient>> bootstrap = makeRpcClient(cc);
+  if (!bootstrap.ok()) return refuse("InternalError", bootstrap.error().message);
+  v1::JoinRequest req;
+  req.set_token(tokenText.reveal());
+  req.set_consumer_id(identity_.clusterId);
+  req.set_consumer_name(identity_.clusterName);
+  req.set_csr_pem(kc->csrPem);
+  req.set_consumer_endpoint(config_.ownEndpoint);
+  req.set_consumer_ca_pem(identity_.ca.certPem);
+  if (fc.contains("spec") && fc["spec"].contains("requested")) {
+    toProto(fc["spec"]["requested"], req.mutable_requested());
+  }
+  v1::JoinResponse resp;
+  kube::Status s = (*bootstrap)->join(req, &resp, config_.callTimeout);
+  req.clear_token();
+  if (!s.ok()) {
+    bool transient = s.code() == Code::Unavailable || s.code() == Code::ServerTimeout;
+    return refuse(transient ? "ProviderUnreachable" : "JoinRefused", s.error().message);
+  }
+  if (!kube::verifyIssuedBy(*ca, resp.certificate_pem()).ok()) {
+    return refuse("JoinRefused", "the provider returned a certificate not signed by its CA");
+  }
+  kube::Result<kube::CertificateInfo> info = kube::certificateInfo(resp.certificate_pem());
+  if (!info.ok()) return refuse("JoinRefused", info.error().message);
+  auto nowSec = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  json cred = {{"apiVersion", "v1"},
+               {"kind", "Secret"},
+               {"type", "Opaque"},
+               {"metadata",
+                {{"name", credentialSecretName(providerId)},
+                 {"namespace", kSys},
+                 {"labels", ownershipLabels(providerId)},
+                 {"annotations", {{kIssuedAt, std::to_string(nowSec)}}}}},
+               {"data",
+                {{"tls.crt", base64Encode(resp.certificate_pem())},
+                 {"tls.key", base64Encode(keyPem.reveal())},
+                 {"ca.crt", base64Encode(*ca)},
+                 {"endpoint", base64Encode(token->endpoint)},
+                 {"providerID", base64Encode(providerId)},
+                 {"tenantNamespace", base64Encode(resp.tenant_namespace())}}}};
+  kube::Result<json> created = client_.create(kube::resources::kSecrets, kSys, cred);
+  if (!created.ok() && created.code() == Code::AlreadyExists) {
+    created = client_.update(kube::resources::kSecrets, kSys, cred);
+  }
+  if (!created.ok()) return refuse("InternalError", created.error().message);
+  (void)client_.remove(kube::resources::kSecrets, kSys, tokenRef);
+  json status = conditionsFor(fc, true, "CertificateIssued",
+                              "client certificate signed by the provider CA", true, "Joined",
+                              "joined the provider", now);
+  status["granted"] = fromProto(resp.granted());
+  status["tenantNamespace"] = resp.tenant_namespace();
+  status["certificateNotAfter"] = rfc3339(info->notAfter);
+  status["lastHeartbeatTime"] = rfc3339(now);
+  patchStatus(fcName, status);
+  spdlog::info("event=joined provider={} name={} tenant_namespace={} cert_not_after={}",
+               providerId, resp.provider_name(), resp.tenant_namespace(), rfc3339(info->notAfter));
+}
+
+void ConsumerController::heartbeat(const json& fc, Peering& p,
+                                   std::chrono::system_clock::time_point now) {
+  p.lastAttempt = now;
+  v1::HeartbeatRequest req;
+  auto sent = std::chrono::steady_clock::now();
+  req.set_sent_unix_nanos(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count());
+  if (fc.contains("spec") && fc["spec"].contains("requested")) {
+    toProto(fc["spec"]["requested"], req.mutable_requested());
+  }
+  v1::HeartbeatResponse resp;
+  auto timeout = std::min(config_.callTimeout, config_.lostAfter);
+  kube::Status s = p.rpc->heartbeat(req, &resp, timeout);
+  auto done = std::chrono::system_clock::now();
+  if (s.ok()) {
+    double latencyMs =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count();
+    if (!p.connected) spdlog::info("event=provider_connected provider={}", p.fcName);
+    p.connected = true;
+    p.revoked = false;
+    p.lastSuccess = done;
+    json status = conditionsFor(fc, true, "CertificateIssued",
+                                "client certificate signed by the provider CA", true,
+                                "HeartbeatAnswered", "provider agent is reachable", done);
+    status["latencyMs"] = std::round(latencyMs * 100) / 100;
+    status["granted"] = fromProto(resp.granted());
+    status["used"] = fromProto(resp.used());
+    status["lastHeartbeatTime"] = rfc3339(done);
+    status["certificateNotAfter"] = rfc3339(p.notAfter);
+    patchStatus(p.fcName, status);
+    return;
+  }
+  bool revoked = s.code() == Code::Forbidden;
+  bool lost = revoked || done - p.lastSuccess >= config_.lostAfter;
+  if (lost && (p.connected || revoked != p.revoked)) {
+    p.connected = false;
+    p.revoked = revoked;
+    spdlog::warn("event=provider_lost provider={} revoked={} error=\"{}\"", p.fcName, revoked,
+                 s.error().message);
+    patchStatus(p.fcName,
+                conditionsFor(fc, !revoked, revoked ? "Revoked" : "CertificateIssued",
+                              revoked ? s.error().message : "client certificate signed by the provider CA",
+                              false, revoked ? "Revoked" : "HeartbeatFailed", s.error().message,
+                              done));
+  }
+}
+
+void ConsumerController::renew(const std::string& providerId, Peering& p,
+                               std::chrono::system_clock::time_point now) {
+  kube::Result<kube::KeyAndCsr> kc =
+      kube::makeKeyAndCsr(identity_.clusterId, {std::string(kConsumerOrganization)});
+  if (!kc.ok()) return;
+  SecretString keyPem(std::move(kc->keyPem));
+  v1::RenewRequest req;
+  req.set_csr_pem(kc->csrPem);
+  v1::RenewResponse resp;
+  kube::Status s = p.rpc->renewCertificate(req, &resp, config_.callTimeout);
+  if (!s.ok()) {
+    spdlog::warn("event=renewal_failed provider={} error=\"{}\"", providerId, s.error().message);
+    return;
+  }
+  kube::Result<json> secret =
+      client_.get(kube::resources::kSecrets, kSys, credentialSecretName(providerId));
+  if (!secret.ok()) return;
+  if (!kube::verifyIssuedBy(dataField(*secret, "ca.crt"), resp.certificate_pem()).ok()) {
+    spdlog::warn("event=renewal_failed provider={} error=\"certificate not signed by the "
+                 "provider CA\"", providerId);
+    return;
+  }
+  auto nowSec = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  (*secret)["data"]["tls.crt"] = base64Encode(resp.certificate_pem());
+  (*secret)["data"]["tls.key"] = base64Encode(keyPem.reveal());
+  (*secret)["metadata"]["annotations"][kIssuedAt] = std::to_string(nowSec);
+  kube::Result<json> updated = client_.update(kube::resources::kSecrets, kSys, *secret);
+  if (!updated.ok()) {
+    spdlog::warn("event=renewal_store_failed provider={} error=\"{}\"", providerId,
+                 updated.error().message);
+    return;
+  }
+  Peering fresh;
+  if (loadCredential(providerId, p.fcName, &fresh)) {
+    fresh.lastAttempt = p.lastAttempt;
+    fresh.lastSuccess = p.lastSuccess;
+    fresh.connected = p.connected;
+    p = std::move(fresh);
+  }
+  spdlog::info("event=certificate_renewed provider={} not_after={}", providerId,
+               rfc3339(p.notAfter));
+}
+
+}  // namespace strait::peering

@@ -1,0 +1,67 @@
+#pragma once
+// The consumer side of an agent: turns ForeignClusters with role Provider into live
+// peerings. For each one it
+//   - joins: reads the token the CLI left in a Secret, pins the provider CA by the token's
+//     fingerprint, makes a key and a CSR (CN = this cluster's ID), calls Join, and keeps the
+//     signed certificate, key and provider CA in the credential Secret
+//     strait-system/strait-credential-<provider-id>;
+//   - heartbeats every `heartbeatInterval` over mTLS and records Connected, latency, granted
+//     and used resources in the ForeignCluster status; after `lostAfter` without an answer
+//     Connected turns False (that is "noticing a lost peer");
+//   - renews the client certificate when two thirds of its lifetime have passed.
+//
+// Not thread-safe: tick() is called from the agent's single loop thread only.
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "kube/client.h"
+#include "peering/identity.h"
+#include "peering/transport.h"
+
+namespace strait::peering {
+
+struct ConsumerConfig {
+  std::chrono::milliseconds heartbeatInterval{1000};
+  std::chrono::milliseconds lostAfter{3000};
+  std::chrono::milliseconds callTimeout{5000};
+  std::string ownEndpoint;  // this agent's advertised endpoint (sent to providers)
+};
+
+class ConsumerController {
+ public:
+  // `identity` and `client` are borrowed and must outlive the controller. No I/O here.
+  ConsumerController(const ClusterIdentity& identity, kube::Client& client, ConsumerConfig config);
+  ~ConsumerController();
+
+  // One reconcile pass over every ForeignCluster with role Provider. Logs failures; never
+  // throws. Blocks for at most a few call timeouts.
+  void tick(std::chrono::system_clock::time_point now);
+
+ private:
+  struct Peering {
+    std::string fcName;
+    std::unique_ptr<RpcClient> rpc;
+    std::chrono::system_clock::time_point issuedAt;  // of the current certificate
+    std::chrono::system_clock::time_point notAfter;
+    std::chrono::system_clock::time_point lastAttempt;
+    std::chrono::system_clock::time_point lastSuccess;
+    bool connected = false;
+    bool revoked = false;
+  };
+
+  void join(const nlohmann::json& fc, std::chrono::system_clock::time_point now);
+  bool loadCredential(const std::string& providerId, const std::string& fcName, Peering* p);
+  void heartbeat(const nlohmann::json& fc, Peering& p, std::chrono::system_clock::time_point now);
+  void renew(const std::string& providerId, Peering& p, std::chrono::system_clock::time_point now);
+  void patchStatus(const std::string& fcName, const nlohmann::json& status);
+
+  const ClusterIdentity& identity_;
+  kube::Client& client_;
+  const ConsumerConfig config_;
+  std::map<std::string, Peering> peerings_;  // by provider cluster ID
+};
+
+}  // namespace strait::peering

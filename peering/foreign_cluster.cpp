@@ -1,0 +1,129 @@
+// ForeignCluster CRD and object helpers.
+#include "peering/foreign_cluster.h"
+
+#include <ctime>
+
+#include "peering/names.h"
+
+namespace strait::peering {
+
+nlohmann::json foreignClusterCrd() {
+  auto col = [](const char* name, const char* type, const char* path, int priority = 0) {
+    return nlohmann::json{{"name", name}, {"type", type}, {"jsonPath", path}, {"priority", priority}};
+  };
+  nlohmann::json version = {
+      {"name", std::string(kFcVersion)},
+      {"served", true},
+      {"storage", true},
+      {"schema",
+       {{"openAPIV3Schema",
+         {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}},
+      {"subresources", {{"status", nlohmann::json::object()}}},
+      {"additionalPrinterColumns",
+       nlohmann::json::array(
+           {col("Role", "string", ".spec.role"), col("Cluster-ID", "string", ".spec.clusterID"),
+            col("Authenticated", "string",
+                ".status.conditions[?(@.type==\"Authenticated\")].status"),
+            col("Connected", "string", ".status.conditions[?(@.type==\"Connected\")].status"),
+            col("Latency-ms", "integer", ".status.latencyMs"),
+            col("Endpoint", "string", ".spec.endpoint", 1)})}};
+  return {{"apiVersion", "apiextensions.k8s.io/v1"},
+          {"kind", "CustomResourceDefinition"},
+          {"metadata",
+           {{"name", std::string(kFcPlural) + "." + std::string(kFcGroup)},
+            {"labels", {{std::string(kLabelComponent), "crd"}}}}},
+          {"spec",
+           {{"group", std::string(kFcGroup)},
+            {"scope", "Cluster"},
+            {"names",
+             {{"plural", std::string(kFcPlural)},
+              {"singular", "foreigncluster"},
+              {"kind", std::string(kFcKind)},
+              {"listKind", "ForeignClusterList"},
+              {"shortNames", {"fc"}}}},
+            {"versions", nlohmann::json::array({version})}}}};
+}
+
+nlohmann::json ownershipLabels(const std::string& remoteClusterId) {
+  return {{std::string(kLabelManagedBy), std::string(kManagedByValue)},
+          {std::string(kLabelRemoteCluster), remoteClusterId}};
+}
+
+std::string ownershipSelector(const std::string& remoteClusterId) {
+  std::string s = std::string(kLabelManagedBy) + "=" + std::string(kManagedByValue);
+  if (!remoteClusterId.empty()) s += "," + std::string(kLabelRemoteCluster) + "=" + remoteClusterId;
+  return s;
+}
+
+nlohmann::json makeForeignCluster(const std::string& name, const std::string& remoteId,
+                                  const std::string& remoteName, const std::string& role,
+                                  const std::string& endpoint) {
+  return {{"apiVersion", std::string(kFcApiVersion)},
+          {"kind", std::string(kFcKind)},
+          {"metadata", {{"name", name}, {"labels", ownershipLabels(remoteId)}}},
+          {"spec",
+           {{"clusterID", remoteId},
+            {"clusterName", remoteName},
+            {"role", role},
+            {"endpoint", endpoint},
+            {"mode", "push"}}}};
+}
+
+std::string rfc3339(std::chrono::system_clock::time_point t) {
+  std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  struct tm tm {};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+bool setCondition(nlohmann::json& fc, const std::string& type, bool status,
+                  const std::string& reason, const std::string& message,
+                  std::chrono::system_clock::time_point now) {
+  if (!fc.contains("status") || !fc["status"].is_object()) fc["status"] = nlohmann::json::object();
+  nlohmann::json& conds = fc["status"]["conditions"];
+  if (!conds.is_array()) conds = nlohmann::json::array();
+  std::string s = status ? "True" : "False";
+  for (auto& c : conds) {
+    if (c.value("type", "") != type) continue;
+    bool changed = c.value("status", "") != s || c.value("reason", "") != reason ||
+                   c.value("message", "") != message;
+    if (c.value("status", "") != s) c["lastTransitionTime"] = rfc3339(now);
+    c["status"] = s;
+    c["reason"] = reason;
+    c["message"] = message;
+    return changed;
+  }
+  conds.push_back({{"type", type},
+                   {"status", s},
+                   {"reason", reason},
+                   {"message", message},
+                   {"lastTransitionTime", rfc3339(now)}});
+  return true;
+}
+
+std::string conditionStatus(const nlohmann::json& fc, const std::string& type) {
+  const nlohmann::json* conds = nullptr;
+  if (fc.contains("status") && fc["status"].is_object() && fc["status"].contains("conditions")) {
+    conds = &fc["status"]["conditions"];
+  }
+  if (conds && conds->is_array()) {
+    for (const auto& c : *conds) {
+      if (c.value("type", "") == type) return c.value("status", "Unknown");
+    }
+  }
+  return "Unknown";
+}
+
+std::string conditionMessage(const nlohmann::json& fc, const std::string& type) {
+  if (fc.contains("status") && fc["status"].is_object() && fc["status"].contains("conditions") &&
+      fc["status"]["conditions"].is_array()) {
+    for (const auto& c : fc["status"]["conditions"]) {
+      if (c.value("type", "") == type) return c.value("message", "");
+    }
+  }
+  return {};
+}
+
+}  // namespace strait::peering

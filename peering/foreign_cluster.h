@@ -1,0 +1,51 @@
+#pragma once
+// The ForeignCluster custom resource (strait.io/v1alpha1, cluster-scoped): one per peering on
+// each side, describing the *remote* cluster.
+//
+//   spec:   clusterID, clusterName, role (Provider: the remote lends us capacity; Consumer:
+//           we lend to it), endpoint (remote agent), mode (push|pull), requested{},
+//           tokenSecretRef (consumer, until joined), tenantNamespace
+//   status: conditions Authenticated, Connected, VirtualNodeReady, TunnelUp (each with
+//           reason, message, lastTransitionTime); latencyMs; granted{}; used{};
+//           lastHeartbeatTime; certificateNotAfter
+//
+// Pure helpers over JSON plus the Kubernetes resource references; safe from any thread.
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "kube/client.h"
+
+namespace strait::peering {
+
+inline const kube::ResourceRef kForeignClusters{"strait.io", "v1alpha1", "foreignclusters", false};
+inline const kube::ResourceRef kCrds{"apiextensions.k8s.io", "v1", "customresourcedefinitions",
+                                     false};
+
+// The CustomResourceDefinition the agent installs (status subresource, printer columns).
+nlohmann::json foreignClusterCrd();
+
+// Labels every peering object carries: managed-by and remote-cluster-id.
+nlohmann::json ownershipLabels(const std::string& remoteClusterId);
+// "strait.io/managed-by=strait,strait.io/remote-cluster-id=ID" (ID empty: any peering).
+std::string ownershipSelector(const std::string& remoteClusterId = {});
+
+// A ForeignCluster object (no status).
+nlohmann::json makeForeignCluster(const std::string& name, const std::string& remoteId,
+                                  const std::string& remoteName, const std::string& role,
+                                  const std::string& endpoint);
+
+// Sets condition `type` in status.conditions of `fc` (lastTransitionTime changes only when
+// the status flips). Returns true if anything changed.
+bool setCondition(nlohmann::json& fc, const std::string& type, bool status,
+                  const std::string& reason, const std::string& message,
+                  std::chrono::system_clock::time_point now);
+// The condition's status ("True"/"False"/"Unknown" when absent) and message.
+std::string conditionStatus(const nlohmann::json& fc, const std::string& type);
+std::string conditionMessage(const nlohmann::json& fc, const std::string& type);
+
+// RFC 3339 UTC with seconds.
+std::string rfc3339(std::chrono::system_clock::time_point t);
+
+}  // namespace strait::peering

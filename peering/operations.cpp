@@ -1,0 +1,387 @@
+// The peering commands' logic (see operations.h).
+#include "peering/operations.h"
+
+#include <spdlog/spdlog.h>
+
+#include <iomanip>
+#include <sstream>
+#include <thread>
+
+#include "peering/foreign_cluster.h"
+#include "peering/identity.h"
+#include "peering/names.h"
+#include "peering/token.h"
+#include "peering/transport.h"
+
+namespace strait::peering {
+namespace {
+
+using json = nlohmann::json;
+using kube::Code;
+using kube::makeError;
+const std::string kSys(kSystemNamespace);
+
+std::string dataField(const json& obj, const char* key, bool base64) {
+  auto it = obj.find("data");
+  if (it == obj.end() || !it->is_object() || !it->contains(key) || !(*it)[key].is_string()) {
+    return {};
+  }
+  std::string v = (*it)[key].get<std::string>();
+  if (!base64) return v;
+  kube::Result<std::string> d = base64Decode(v, key);
+  return d.ok() ? *d : std::string();
+}
+
+kube::Result<json> agentConfigMap(kube::Client& cluster) {
+  kube::Result<json> cm =
+      cluster.get(kube::resources::kConfigMaps, kSys, std::string(kAgentConfigMap));
+  if (!cm.ok() && cm.code() == Code::NotFound) {
+    return makeError(Code::NotFound, "no strait agent has started on " + cluster.config().server +
+                                         " (ConfigMap strait-system/strait-agent is missing; "
+                                         "run `strait agent` there first)");
+  }
+  return cm;
+}
+
+kube::Result<json> findForeignCluster(kube::Client& consumer, const std::string& name,
+                                      const std::string& clusterId) {
+  kube::Result<json> list = consumer.list(kForeignClusters, "");
+  if (!list.ok()) return list.error();
+  for (const json& fc : list->value("items", json::array())) {
+    if (fc.value("/spec/role"_json_pointer, std::string()) != kRoleProvider) continue;
+    if ((!name.empty() && fc.value("/metadata/name"_json_pointer, std::string()) == name) ||
+        (!clusterId.empty() && fc.value("/spec/clusterID"_json_pointer, std::string()) == clusterId)) {
+      return fc;
+    }
+  }
+  return makeError(Code::NotFound, "no peering with " + (name.empty() ? clusterId : name) +
+                                       " on this cluster (see `strait status`)");
+}
+
+int deleteLabelled(kube::Client& c, const kube::ResourceRef& ref, const std::string& ns,
+                   const std::string& selector, std::string* error) {
+  kube::ListOptions sel;
+  sel.labelSelector = selector;
+  kube::Result<json> list = c.list(ref, ns, sel);
+  if (!list.ok()) {
+    if (list.code() != Code::NotFound && error->empty()) *error = list.error().message;
+    return 0;
+  }
+  int n = 0;
+  for (const json& item : list->value("items", json::array())) {
+    kube::Result<json> r =
+        c.remove(ref, item.value("/metadata/namespace"_json_pointer, std::string()),
+                 item.value("/metadata/name"_json_pointer, std::string()));
+    if (r.ok()) {
+      ++n;
+    } else if (r.code() != Code::NotFound && error->empty()) {
+      *error = r.error().message;
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+kube::Result<std::string> agentClusterId(kube::Client& cluster) {
+  kube::Result<json> cm = agentConfigMap(cluster);
+  if (!cm.ok()) return cm.error();
+  return dataField(*cm, "clusterID", false);
+}
+
+kube::Result<SecretString> issueToken(kube::Client& provider, std::chrono::seconds ttl) {
+  if (ttl.count() <= 0) return makeError(Code::Invalid, "token: --ttl must be positive");
+  kube::Result<json> cm = agentConfigMap(provider);
+  if (!cm.ok()) return cm.error();
+  kube::Result<json> secret =
+      provider.get(kube::resources::kSecrets, kSys, std::string(kIdentitySecret));
+  if (!secret.ok()) return secret.error();
+  kube::Result<ClusterIdentity> id = ClusterIdentity::fromSecret(*secret);
+  if (!id.ok()) return id.error();
+  Token token = newToken(dataField(*cm, "endpoint", false), id->clusterId, id->clusterName,
+                         id->caFingerprint(), ttl, std::chrono::system_clock::now());
+  json record = {{"apiVersion", "v1"},
+                 {"kind", "Secret"},
+                 {"type", "Opaque"},
+                 {"metadata",
+                  {{"name", tokenSecretName(token.id)},
+                   {"namespace", kSys},
+                   {"labels",
+                    {{std::string(kLabelManagedBy), std::string(kManagedByValue)},
+                     {std::string(kLabelComponent), "token"}}}}},
+                 {"data",
+                  {{"secretHash", base64Encode(tokenSecretHash(token.secret))},
+                   {"expires", base64Encode(std::to_string(token.expiresUnix))}}}};
+  kube::Result<json> created = provider.create(kube::resources::kSecrets, kSys, record);
+  if (!created.ok()) return created.error();
+  spdlog::debug("event=token_issued id={} expires={}", token.id, token.expiresUnix);
+  return encodeToken(token, id->tokenKey);
+}
+
+kube::Result<PeerResult> requestPeering(kube::Client& consumer, const PeerRequest& req) {
+  kube::Result<Token> token = parseToken(req.token);
+  if (!token.ok()) return token.error();
+  kube::Result<std::string> ownId = agentClusterId(consumer);
+  if (!ownId.ok()) return ownId.error();
+  if (*ownId == token->clusterId) {
+    return makeError(Code::Invalid, "this token is for the consumer cluster itself");
+  }
+  const std::string name = dnsLabel(token->clusterName);
+  const std::string providerId = token->clusterId;
+  kube::Result<json> existing = consumer.get(kForeignClusters, "", name);
+  if (existing.ok()) {
+    if (existing->value("/spec/clusterID"_json_pointer, std::string()) != providerId) {
+      return makeError(Code::AlreadyExists, "a peering named " + name +
+                                                " with another cluster exists; unpeer it first");
+    }
+    if (conditionStatus(*existing, "Authenticated") == "True") {
+      return PeerResult{name, providerId,
+                        existing->value("/status/granted"_json_pointer, json::object())};
+    }
+    // A previous attempt failed: start afresh so its refusal is not read as this one's.
+    (void)consumer.remove(kForeignClusters, "", name);
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (consumer.get(kForeignClusters, "", name).ok() &&
+           std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  } else if (existing.code() != Code::NotFound) {
+    return existing.error();
+  }
+  const std::string tokenSecret = "strait-peer-token-" + token->id;
+  json secret = {{"apiVersion", "v1"},
+                 {"kind", "Secret"},
+                 {"type", "Opaque"},
+                 {"metadata",
+                  {{"name", tokenSecret}, {"namespace", kSys}, {"labels", ownershipLabels(providerId)}}},
+                 {"data", {{"token", base64Encode(req.token)}}}};
+  kube::Result<json> s = consumer.create(kube::resources::kSecrets, kSys, secret);
+  if (!s.ok() && s.code() != Code::AlreadyExists) return s.error();
+  json fc = makeForeignCluster(name, providerId, token->clusterName,
+                               std::string(kRoleProvider), token->endpoint);
+  fc["spec"]["tokenSecretRef"] = tokenSecret;
+  fc["spec"]["requested"] = kube::formatResourceList(req.requested);
+  kube::Result<json> created = consumer.create(kForeignClusters, "", fc);
+  if (!created.ok()) return created.error();
+
+  auto deadline = std::chrono::steady_clock::now() + req.timeout;
+  std::string last = "waiting for the consumer agent";
+  while (std::chrono::steady_clock::now() < deadline) {
+    kube::Result<json> cur = consumer.get(kForeignClusters, "", name);
+    if (cur.ok()) {
+      std::string auth = conditionStatus(*cur, "Authenticated");
+      if (auth == "True") {
+        return PeerResult{name, providerId,
+                          cur->value("/status/granted"_json_pointer, json::object())};
+      }
+      if (auth == "False") {
+        last = conditionMessage(*cur, "Authenticated");
+        for (const json& c : cur->value("/status/conditions"_json_pointer, json::array())) {
+          if (c.value("type", "") == "Authenticated" && c.value("reason", "") == "JoinRefused") {
+            (void)consumer.remove(kForeignClusters, "", name);
+            return makeError(Code::Unauthorized, last);
+          }
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return makeError(Code::ServerTimeout, "peering with " + name + " did not complete in time: " + last);
+}
+
+kube::Result<std::vector<std::string>> unpeer(kube::Client& consumer, const UnpeerRequest& req) {
+  std::vector<std::string> lines;
+  kube::Result<json> fc = findForeignCluster(consumer, req.remoteName, req.remoteClusterId);
+  if (!fc.ok()) return fc.error();
+  const std::string name = fc->value("/metadata/name"_json_pointer, std::string());
+  const std::string providerId = fc->value("/spec/clusterID"_json_pointer, std::string());
+  const std::string vnode = "strait-" + name;
+  auto deadline = std::chrono::steady_clock::now() + req.timeout;
+
+  // 1. Cordon the virtual node, then look for offloaded pods.
+  kube::Result<json> node = consumer.get(kube::resources::kNodes, "", vnode);
+  if (node.ok()) {
+    (void)consumer.patch(kube::resources::kNodes, "", vnode, kube::PatchType::Merge,
+                         json{{"spec", {{"unschedulable", true}}}});
+    lines.push_back("cordoned node " + vnode);
+  }
+  kube::ListOptions onNode;
+  onNode.fieldSelector = "spec.nodeName=" + vnode + ",status.phase!=Succeeded,status.phase!=Failed";
+  kube::Result<json> pods = consumer.list(kube::resources::kPods, "", onNode);
+  if (pods.ok() && !pods->value("items", json::array()).empty()) {
+    std::vector<std::pair<std::string, std::string>> offloaded;
+    for (const json& p : (*pods)["items"]) {
+      offloaded.emplace_back(p.value("/metadata/namespace"_json_pointer, std::string()),
+                             p.value("/metadata/name"_json_pointer, std::string()));
+    }
+    if (!req.drain) {
+      std::string msg = std::to_string(offloaded.size()) + " offloaded pod(s) run on " + vnode +
+                        "; use --drain to evict them:";
+      for (const auto& [ns, n] : offloaded) msg += " " + ns + "/" + n;
+      return makeError(Code::Conflict, msg);
+    }
+    for (const auto& [ns, n] : offloaded) {
+      kube::Result<json> e = kube::evictPod(consumer, ns, n);
+      if (!e.ok() && e.code() != Code::NotFound) {
+        return makeError(e.code(), "evicting " + ns + "/" + n + ": " + e.error().message);
+      }
+    }
+    while (true) {
+      kube::Result<json> left = consumer.list(kube::resources::kPods, "", onNode);
+      if (left.ok() && left->value("items", json::array()).empty()) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        return makeError(Code::ServerTimeout, "offloaded pods still running on " + vnode +
+                                                  " after --timeout");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    lines.push_back("drained " + std::to_string(offloaded.size()) + " pod(s) from " + vnode);
+  }
+
+  // 2. Ask the provider agent to delete its side and forget our credential.
+  kube::Result<json> cred =
+      consumer.get(kube::resources::kSecrets, kSys, credentialSecretName(providerId));
+  kube::Status told = makeError(Code::NotFound, "no credential for the provider");
+  if (cred.ok()) {
+    ClientConfig cc;
+    cc.endpoint = dataField(*cred, "endpoint", true);
+    cc.serverCaPem = dataField(*cred, "ca.crt", true);
+    cc.serverName = agentServerName(providerId);
+    cc.clientCert = {dataField(*cred, "tls.crt", true), dataField(*cred, "tls.key", true)};
+    kube::Result<std::unique_ptr<RpcClient>> rpc = makeRpcClient(cc);
+    if (rpc.ok()) {
+      v1::UnpeerRequest ur;
+      ur.set_force(req.force);
+      v1::UnpeerResponse resp;
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      auto callTimeout = std::clamp(left, std::chrono::milliseconds(500),
+                                    std::chrono::milliseconds(req.force ? 3000 : 15000));
+      told = (*rpc)->unpeer(ur, &resp, callTimeout);
+      if (told.ok()) {
+        lines.push_back("provider deleted " + std::to_string(resp.deleted_objects()) +
+                        " object(s) and revoked the credential");
+      } else if (told.code() == Code::Forbidden) {
+        lines.push_back("provider had already ended the peering");
+        told = kube::Status::OK();
+      }
+    } else {
+      told = rpc.error();
+    }
+  }
+  if (!told.ok()) {
+    if (!req.force) {
+      return makeError(Code::Unavailable, "cannot reach the provider agent: " +
+                                              told.error().message +
+                                              " (retry, or use --force to part anyway)");
+    }
+    lines.push_back("provider agent unreachable: " + told.error().message);
+    kube::Result<std::string> ownId = agentClusterId(consumer);
+    if (req.provider && ownId.ok()) {
+      json record = {{"apiVersion", "v1"},
+                     {"kind", "ConfigMap"},
+                     {"metadata",
+                      {{"name", revocationName(*ownId)},
+                       {"namespace", kSys},
+                       {"labels",
+                        {{std::string(kLabelManagedBy), std::string(kManagedByValue)},
+                         {std::string(kLabelRemoteCluster), *ownId},
+                         {std::string(kLabelComponent), "revocation"}}}}},
+                     {"data", {{"clusterID", *ownId}, {"reason", "strait unpeer --force"}}}};
+      kube::Result<json> r = req.provider->create(kube::resources::kConfigMaps, kSys, record);
+      if (r.ok() || r.code() == Code::AlreadyExists) {
+        lines.push_back("left revocation record strait-system/" + revocationName(*ownId) +
+                        " on the provider: its agent deletes the tenant namespace when it runs");
+      } else {
+        lines.push_back("could not leave a revocation record on the provider: " +
+                        r.error().message);
+      }
+    } else {
+      lines.push_back("the provider keeps its side until `strait unpeer --force "
+                      "--remote-kubeconfig PROVIDER` reaches its API server");
+    }
+  }
+
+  // 3. The consumer side: credential, tokens, virtual node, ForeignCluster.
+  std::string error;
+  int n = deleteLabelled(consumer, kube::resources::kSecrets, kSys, ownershipSelector(providerId),
+                         &error);
+  n += deleteLabelled(consumer, kube::resources::kNodes, "", ownershipSelector(providerId), &error);
+  if (node.ok()) {
+    kube::Result<json> r = consumer.remove(kube::resources::kNodes, "", vnode);
+    if (r.ok()) ++n;
+  }
+  kube::Result<json> r = consumer.remove(kForeignClusters, "", name);
+  if (r.ok()) ++n;
+  if (!r.ok() && r.code() != Code::NotFound && error.empty()) error = r.error().message;
+  if (!error.empty()) return makeError(Code::Internal, "unpeer: deleting local objects: " + error);
+  lines.push_back("deleted " + std::to_string(n) + " local object(s); unpeered from " + name);
+  return lines;
+}
+
+kube::Result<json> peeringStatus(kube::Client& cluster) {
+  kube::Result<json> list = cluster.list(kForeignClusters, "");
+  if (!list.ok()) return list.error();
+  json rows = json::array();
+  for (const json& fc : list->value("items", json::array())) {
+    json row;
+    row["name"] = fc.value("/metadata/name"_json_pointer, std::string());
+    row["remote"] = fc.value("/spec/clusterName"_json_pointer, std::string());
+    row["clusterID"] = fc.value("/spec/clusterID"_json_pointer, std::string());
+    row["role"] = fc.value("/spec/role"_json_pointer, std::string());
+    row["endpoint"] = fc.value("/spec/endpoint"_json_pointer, std::string());
+    row["authenticated"] = conditionStatus(fc, "Authenticated");
+    row["connected"] = conditionStatus(fc, "Connected");
+    row["tunnel"] = conditionStatus(fc, "TunnelUp");
+    row["virtualNodeReady"] = conditionStatus(fc, "VirtualNodeReady");
+    row["latencyMs"] = fc.value("/status/latencyMs"_json_pointer, json());
+    row["granted"] = fc.value("/status/granted"_json_pointer, json::object());
+    row["used"] = fc.value("/status/used"_json_pointer, json::object());
+    row["lastHeartbeatTime"] = fc.value("/status/lastHeartbeatTime"_json_pointer, std::string());
+    row["message"] = conditionStatus(fc, "Connected") == "True"
+                         ? std::string()
+                         : conditionMessage(fc, "Connected");
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string statusTable(const json& rows) {
+  auto res = [](const json& r, const char* k) {
+    if (!r.is_object() || !r.contains(k) || !r[k].is_string()) return std::string("-");
+    return r[k].get<std::string>();
+  };
+  std::vector<std::vector<std::string>> table = {
+      {"NAME", "ROLE", "CLUSTER-ID", "CONNECTED", "LATENCY", "TUNNEL", "GRANTED(cpu/mem/pods)",
+       "USED(cpu/mem/pods)", "VNODE-READY"}};
+  for (const json& r : rows) {
+    std::string latency = "-";
+    if (r["latencyMs"].is_number()) {
+      std::ostringstream os;
+      os << std::fixed << std::setprecision(2) << r["latencyMs"].get<double>() << "ms";
+      latency = os.str();
+    }
+    const json& g = r["granted"];
+    const json& u = r["used"];
+    table.push_back({r.value("name", ""), r.value("role", ""), r.value("clusterID", ""),
+                     r.value("connected", ""), latency, r.value("tunnel", ""),
+                     res(g, "cpu") + "/" + res(g, "memory") + "/" + res(g, "pods"),
+                     res(u, "cpu") + "/" + res(u, "memory") + "/" + res(u, "pods"),
+                     r.value("virtualNodeReady", "")});
+  }
+  std::vector<size_t> width(table[0].size(), 0);
+  for (const auto& row : table) {
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : table) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      out += row[i];
+      if (i + 1 < row.size()) out += std::string(width[i] - row[i].size() + 3, ' ');
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace strait::peering

@@ -1,0 +1,64 @@
+#pragma once
+// What the peering commands do, with the Kubernetes clients they are given: `strait token`,
+// `strait peer`, `strait unpeer`, `strait status`. cmd/ only parses flags and prints.
+// Each function blocks until done or its timeout; call from one thread.
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "kube/client.h"
+#include "peering/encoding.h"
+#include "peering/policy.h"
+
+namespace strait::peering {
+
+// Issues a one-time token on the provider (whose agent must have started there): records
+// the token (hash of its secret, expiry) in Secret strait-system/strait-token-<id> and
+// returns the token text. Error NotFound when no agent has published its endpoint.
+kube::Result<SecretString> issueToken(kube::Client& provider, std::chrono::seconds ttl);
+
+struct PeerRequest {
+  std::string token;            // from `strait token` (or issued in-band)
+  ResourceMap requested;        // cpu, memory, pods, extended resources
+  std::chrono::milliseconds timeout{60000};
+};
+
+struct PeerResult {
+  std::string name;             // ForeignCluster name (the provider's cluster name)
+  std::string providerId;
+  nlohmann::json granted;
+};
+
+// Asks the consumer agent to peer: stores the token in a Secret, creates (or re-arms) the
+// ForeignCluster, and waits until its Authenticated condition is True (success) or False
+// with reason JoinRefused (the provider's refusal message is returned as the error).
+kube::Result<PeerResult> requestPeering(kube::Client& consumer, const PeerRequest& req);
+
+struct UnpeerRequest {
+  std::string remoteName;        // ForeignCluster name, or
+  std::string remoteClusterId;   // the provider's cluster ID (from --remote-kubeconfig)
+  kube::Client* provider = nullptr;  // optional: the provider's API (for --force records)
+  bool drain = false;
+  bool force = false;
+  std::chrono::milliseconds timeout{300000};
+};
+
+// Ends a peering from the consumer: cordons the virtual node, refuses (listing them) if
+// offloaded pods exist unless drain (evicts them and waits), asks the provider agent to
+// delete its side and revoke the credential, then deletes the consumer side. With force,
+// an unreachable provider agent is tolerated: if `provider` is given a revocation record is
+// left there for the provider agent to act on when it returns. Returns lines to print.
+kube::Result<std::vector<std::string>> unpeer(kube::Client& consumer, const UnpeerRequest& req);
+
+// The ForeignClusters as status rows (JSON objects with name, remote, clusterID, role,
+// connected, latencyMs, tunnel, granted, used, virtualNodeReady, authenticated, message).
+kube::Result<nlohmann::json> peeringStatus(kube::Client& cluster);
+// The rows as an aligned text table.
+std::string statusTable(const nlohmann::json& rows);
+
+// The cluster ID the agent of this cluster published (NotFound if no agent started).
+kube::Result<std::string> agentClusterId(kube::Client& cluster);
+
+}  // namespace strait::peering

@@ -1,0 +1,526 @@
+// Provider side of peering (see provider.h). Logs one line per event, key=value, never a
+// token, secret or key.
+#include "peering/provider.h"
+
+#include <spdlog/spdlog.h>
+
+#include "peering/foreign_cluster.h"
+#include "peering/names.h"
+#include "peering/token.h"
+
+namespace strait::peering {
+namespace {
+
+using kube::Code;
+using kube::makeError;
+using json = nlohmann::json;
+
+const std::string kSys(kSystemNamespace);
+constexpr const char* kUsedBy = "strait.io/used-by";
+constexpr const char* kUsedAt = "strait.io/used-at";
+
+json toJson(const ResourceMap& r) { return kube::formatResourceList(r); }
+
+ResourceMap fromProto(const v1::ResourceList& l) {
+  ResourceMap out;
+  for (const auto& [k, v] : l.items()) {
+    kube::Result<kube::Quantity> q = kube::Quantity::parse(v);
+    if (q.ok() && q->sign() >= 0) out[k] = *q;
+  }
+  return out;
+}
+
+void toProto(const ResourceMap& r, v1::ResourceList* out) {
+  for (const auto& [k, v] : r) (*out->mutable_items())[k] = v.toString();
+}
+
+kube::Status ignoreAlreadyExists(const kube::Result<json>& r) {
+  if (r.ok() || r.code() == Code::AlreadyExists) return kube::Status::OK();
+  return r.error();
+}
+
+// Kinds a consumer may put in its namespaces, and where they live.
+const std::map<std::string, kube::ResourceRef>& reflectedKinds() {
+  static const std::map<std::string, kube::ResourceRef> kinds = {
+      {"v1/Pod", kube::resources::kPods},
+      {"v1/Service", kube::resources::kServices},
+      {"v1/ConfigMap", kube::resources::kConfigMaps},
+      {"v1/Secret", kube::resources::kSecrets},
+      {"v1/ServiceAccount", kube::resources::kServiceAccounts},
+      {"v1/Event", kube::resources::kEvents},
+      {"v1/PersistentVolumeClaim", {"", "v1", "persistentvolumeclaims", true}},
+      {"discovery.k8s.io/v1/EndpointSlice", kube::resources::kEndpointSlices},
+  };
+  return kinds;
+}
+
+}  // namespace
+
+ProviderService::ProviderService(const ClusterIdentity& identity, kube::Client& client,
+                                 ProviderConfig config)
+    : identity_(identity), client_(client), config_(std::move(config)) {}
+
+kube::Status ProviderService::load() {
+  kube::Result<json> list = client_.list(kForeignClusters, "");
+  if (!list.ok()) return list.error();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto now = std::chrono::system_clock::now();
+  for (const json& fc : list->value("items", json::array())) {
+    if (fc.value("/spec/role"_json_pointer, std::string()) != kRoleConsumer) continue;
+    std::string id = fc.value("/spec/clusterID"_json_pointer, std::string());
+    if (!validClusterId(id)) continue;
+    Consumer c;
+    c.fcName = fc.value("/metadata/name"_json_pointer, std::string());
+    c.name = fc.value("/spec/clusterName"_json_pointer, std::string());
+    if (fc.contains("spec") && fc["spec"].contains("requested")) {
+      if (auto r = kube::parseResourceList(fc["spec"]["requested"]); r.ok()) c.requested = *r;
+    }
+    if (fc.contains("status") && fc["status"].contains("granted")) {
+      if (auto r = kube::parseResourceList(fc["status"]["granted"]); r.ok()) c.granted = *r;
+    }
+    c.lastHeartbeat = now;  // give every consumer a full grace period after a restart
+    consumers_[id] = std::move(c);
+  }
+  spdlog::info("event=provider_loaded consumers={}", consumers_.size());
+  return kube::Status::OK();
+}
+
+kube::Status ProviderService::checkToken(const std::string& tokenText,
+                                         const std::string& consumerId) {
+  kube::Result<Token> token = verifyToken(tokenText, identity_.tokenKey,
+                                          std::chrono::system_clock::now());
+  if (!token.ok()) return token.error();
+  if (token->clusterId != identity_.clusterId) {
+    return makeError(Code::Unauthorized, "token refused: issued for another cluster");
+  }
+  const std::string recordName = tokenSecretName(token->id);
+  kube::Result<json> record = client_.get(kube::resources::kSecrets, kSys, recordName);
+  if (!record.ok()) {
+    if (record.code() == Code::NotFound) {
+      return makeError(Code::Unauthorized,
+                       "token refused: unknown (no record of token " + token->id +
+                           " on the provider: never issued here, or already cleaned up)");
+    }
+    return record.error();
+  }
+  kube::Result<std::string> hash =
+      base64Decode(record->value("/data/secretHash"_json_pointer, std::string()), "secretHash");
+  if (!hash.ok() || !constantTimeEquals(*hash, tokenSecretHash(token->secret))) {
+    return makeError(Code::Unauthorized, "token refused: altered (secret does not match)");
+  }
+  json& annotations = (*record)["metadata"]["annotations"];
+  if (annotations.is_object() && annotations.contains(kUsedBy)) {
+    return makeError(Code::Conflict, "token refused: already used (by cluster " +
+                                         annotations.value(kUsedBy, "") + " at " +
+                                         annotations.value(kUsedAt, "") + ")");
+  }
+  // Mark used with an optimistic-concurrency update: of two concurrent joins with the same
+  // token, exactly one wins; the other gets Conflict.
+  annotations[kUsedBy] = consumerId;
+  annotations[kUsedAt] = rfc3339(std::chrono::system_clock::now());
+  kube::Result<json> updated = client_.update(kube::resources::kSecrets, kSys, *record);
+  if (!updated.ok()) {
+    if (updated.code() == Code::Conflict) {
+      return makeError(Code::Conflict, "token refused: already used (concurrently)");
+    }
+    return updated.error();
+  }
+  return kube::Status::OK();
+}
+
+kube::Result<ResourceMap> ProviderService::computeGrant(const std::string& consumerId,
+                                                        const ResourceMap& requested) {
+  ResourceMap free;
+  if (config_.policy.explicitBudget.empty()) {
+    kube::Result<json> nodes = client_.list(kube::resources::kNodes, "");
+    if (!nodes.ok()) return nodes.error();
+    kube::ListOptions opts;
+    opts.fieldSelector = "status.phase!=Succeeded,status.phase!=Failed";
+    kube::Result<json> pods = client_.list(kube::resources::kPods, "", opts);
+    if (!pods.ok()) return pods.error();
+    free = freeAllocatable(nodes->value("items", json::array()), pods->value("items", json::array()));
+  }
+  ResourceMap budget = budgetFor(free, config_.policy);
+  ResourceMap others;
+  for (const auto& [id, c] : consumers_) {
+    if (id != consumerId) others = addResources(others, c.granted);
+  }
+  return grantFor(requested, budget, others, config_.policy);
+}
+
+kube::Result<std::string> ProviderService::upsertForeignCluster(const std::string& consumerId,
+                                                                const std::string& consumerName,
+                                                                const ResourceMap& requested,
+                                                                const ResourceMap& granted,
+                                                                const std::string& endpoint) {
+  std::string name = dnsLabel(consumerName);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    kube::Result<json> existing = client_.get(kForeignClusters, "", name);
+    if (existing.ok() &&
+        existing->value("/spec/clusterID"_json_pointer, std::string()) != consumerId) {
+      name = dnsLabel(consumerName) + "-" + consumerId.substr(0, 8);  // same name, other cluster
+      continue;
+    }
+    json fc = makeForeignCluster(name, consumerId, consumerName, std::string(kRoleConsumer),
+                                 endpoint);
+    fc["spec"]["tenantNamespace"] = tenantNamespace(consumerId);
+    fc["spec"]["requested"] = toJson(requested);
+    kube::Result<json> written = existing.ok() ? [&] {
+      fc["metadata"]["resourceVersion"] = (*existing)["metadata"]["resourceVersion"];
+      return client_.update(kForeignClusters, "", fc);
+    }()
+                                               : client_.create(kForeignClusters, "", fc);
+    if (!written.ok()) return written.error();
+    json status = written->value("status", json::object());
+    json obj = {{"status", status}};
+    auto now = std::chrono::system_clock::now();
+    setCondition(obj, "Authenticated", true, "CertificateIssued",
+                 "client certificate signed by this cluster's CA", now);
+    setCondition(obj, "Connected", true, "Joined", "consumer joined", now);
+    setCondition(obj, "VirtualNodeReady", false, "OnConsumerSide",
+                 "the virtual node lives in the consumer cluster", now);
+    setCondition(obj, "TunnelUp", false, "TunnelNotConfigured", "no tunnel configured", now);
+    obj["status"]["granted"] = toJson(granted);
+    obj["status"]["lastHeartbeatTime"] = rfc3339(now);
+    patchStatus(name, obj["status"]);
+    return name;
+  }
+  return makeError(Code::Conflict, "ForeignCluster name for " + consumerName + " is taken");
+}
+
+void ProviderService::patchStatus(const std::string& fcName, const json& status) {
+  kube::WriteOptions wo;
+  wo.subresource = "status";
+  kube::Result<json> r = client_.patch(kForeignClusters, "", fcName, kube::PatchType::Merge,
+                                       json{{"status", status}}, wo);
+  if (!r.ok() && r.code() != Code::NotFound) {
+    spdlog::warn("event=foreigncluster_status_failed name={} error=\"{}\"", fcName,
+                 r.error().message);
+  }
+}
+
+kube::Status ProviderService::join(const Caller& caller, const v1::JoinRequest& req,
+                                   v1::JoinResponse* resp) {
+  const std::string& consumerId = req.consumer_id();
+  if (!validClusterId(consumerId)) {
+    return makeError(Code::Invalid, "join refused: consumer_id is not a cluster ID (UUID)");
+  }
+  if (consumerId == identity_.clusterId) {
+    return makeError(Code::Invalid, "join refused: a cluster cannot peer with itself");
+  }
+  if (kube::Status s = checkToken(req.token(), consumerId); !s.ok()) {
+    spdlog::warn("event=join_refused consumer={} peer={} reason=\"{}\"", consumerId,
+                 caller.address, s.error().message);
+    return s;
+  }
+  kube::Result<std::string> cert = kube::signCsrFor(identity_.ca, req.csr_pem(), false,
+                                                    config_.certTtl);
+  if (!cert.ok()) return makeError(Code::Invalid, "join refused: " + cert.error().message);
+  kube::Result<kube::CertificateInfo> info = kube::certificateInfo(*cert);
+  if (!info.ok() || info->commonName != consumerId) {
+    return makeError(Code::Invalid, "join refused: the CSR's CommonName must be the consumer ID");
+  }
+  json ns = {{"apiVersion", "v1"},
+             {"kind", "Namespace"},
+             {"metadata", {{"name", tenantNamespace(consumerId)},
+                           {"labels", ownershipLabels(consumerId)}}}};
+  if (kube::Status s = ignoreAlreadyExists(client_.create(kube::resources::kNamespaces, "", ns));
+      !s.ok()) {
+    return s;
+  }
+  ResourceMap requested = fromProto(req.requested());
+  ResourceMap granted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    kube::Result<ResourceMap> g = computeGrant(consumerId, requested);
+    if (!g.ok()) return g.error();
+    granted = *g;
+    Consumer& c = consumers_[consumerId];
+    c.name = req.consumer_name();
+    c.requested = requested;
+    c.granted = granted;
+    c.lastHeartbeat = std::chrono::system_clock::now();
+    c.connected = true;
+  }
+  kube::Result<std::string> fcName = upsertForeignCluster(
+      consumerId, req.consumer_name(), requested, granted, req.consumer_endpoint());
+  if (!fcName.ok()) return fcName.error();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    consumers_[consumerId].fcName = *fcName;
+  }
+  resp->set_provider_id(identity_.clusterId);
+  resp->set_provider_name(identity_.clusterName);
+  resp->set_certificate_pem(*cert);
+  resp->set_ca_pem(identity_.ca.certPem);
+  resp->set_tenant_namespace(tenantNamespace(consumerId));
+  toProto(granted, resp->mutable_granted());
+  spdlog::info("event=consumer_joined consumer={} name={} granted={} cert_not_after={}",
+               consumerId, req.consumer_name(), formatResources(granted),
+               rfc3339(info->notAfter));
+  return kube::Status::OK();
+}
+
+kube::Status ProviderService::requireActive(const Caller& caller, Consumer* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = consumers_.find(caller.clusterId);
+  if (it == consumers_.end()) {
+    return makeError(Code::Forbidden, "no active peering for cluster " + caller.clusterId +
+                                          " (revoked or never joined)");
+  }
+  if (out) *out = it->second;
+  return kube::Status::OK();
+}
+
+kube::Status ProviderService::renewCertificate(const Caller& caller, const v1::RenewRequest& req,
+                                               v1::RenewResponse* resp) {
+  if (kube::Status s = requireActive(caller, nullptr); !s.ok()) return s;
+  kube::Result<std::string> cert = kube::signCsrFor(identity_.ca, req.csr_pem(), false,
+                                                    config_.certTtl);
+  if (!cert.ok()) return makeError(Code::Invalid, "renewal refused: " + cert.error().message);
+  kube::Result<kube::CertificateInfo> info = kube::certificateInfo(*cert);
+  if (!info.ok() || info->commonName != caller.clusterId) {
+    return makeError(Code::Forbidden, "renewal refused: the CSR's CommonName must be "
+                                      "the caller's cluster ID");
+  }
+  resp->set_certificate_pem(*cert);
+  spdlog::info("event=certificate_renewed consumer={} not_after={}", caller.clusterId,
+               rfc3339(info->notAfter));
+  return kube::Status::OK();
+}
+
+kube::Status ProviderService::heartbeat(const Caller& caller, const v1::HeartbeatRequest& req,
+                                        v1::HeartbeatResponse* resp) {
+  Consumer c;
+  if (kube::Status s = requireActive(caller, &c); !s.ok()) return s;
+  kube::ListOptions opts;
+  opts.labelSelector = ownershipSelector(caller.clusterId);
+  kube::Result<json> pods = client_.list(kube::resources::kPods, "", opts);
+  ResourceMap used = pods.ok() ? podRequests(pods->value("items", json::array())) : ResourceMap{};
+  ResourceMap requested = fromProto(req.requested());
+  auto now = std::chrono::system_clock::now();
+  bool writeStatus = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = consumers_.find(caller.clusterId);
+    if (it == consumers_.end()) return makeError(Code::Forbidden, "peering revoked");
+    Consumer& cur = it->second;
+    if (!requested.empty() && requested != cur.requested) {
+      kube::Result<ResourceMap> g = computeGrant(caller.clusterId, requested);
+      if (g.ok()) {
+        cur.requested = requested;
+        cur.granted = *g;
+        writeStatus = true;
+      }
+    }
+    cur.lastHeartbeat = now;
+    if (!cur.connected || now - cur.lastStatusWrite > std::chrono::seconds(10)) writeStatus = true;
+    if (writeStatus) cur.lastStatusWrite = now;
+    cur.connected = true;
+    c = cur;
+  }
+  resp->set_sent_unix_nanos(req.sent_unix_nanos());
+  toProto(c.granted, resp->mutable_granted());
+  toProto(used, resp->mutable_used());
+  if (writeStatus) {
+    json obj = {{"status", json::object()}};
+    setCondition(obj, "Connected", true, "HeartbeatReceived", "consumer agent is reachable", now);
+    obj["status"]["granted"] = toJson(c.granted);
+    obj["status"]["used"] = toJson(used);
+    obj["status"]["lastHeartbeatTime"] = rfc3339(now);
+    // Merge-patching conditions replaces the list: send all four.
+    setCondition(obj, "Authenticated", true, "CertificateIssued",
+                 "client certificate signed by this cluster's CA", now);
+    setCondition(obj, "VirtualNodeReady", false, "OnConsumerSide",
+                 "the virtual node lives in the consumer cluster", now);
+    setCondition(obj, "TunnelUp", false, "TunnelNotConfigured", "no tunnel configured", now);
+    patchStatus(c.fcName, obj["status"]);
+  }
+  return kube::Status::OK();
+}
+
+kube::Result<int> ProviderService::cleanupConsumer(const std::string& consumerId) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    consumers_.erase(consumerId);
+  }
+  int deleted = 0;
+  kube::ListOptions sel;
+  sel.labelSelector = ownershipSelector(consumerId);
+  kube::Status firstError;
+  const std::vector<std::pair<kube::ResourceRef, std::string>> kinds = {
+      {kube::resources::kNamespaces, ""},
+      {kForeignClusters, ""},
+      {kube::resources::kSecrets, kSys},
+      {kube::resources::kConfigMaps, kSys}};
+  for (const auto& [ref, ns] : kinds) {
+    kube::Result<json> list = client_.list(ref, ns, sel);
+    if (!list.ok()) {
+      if (firstError.ok()) firstError = list.error();
+      continue;
+    }
+    for (const json& item : list->value("items", json::array())) {
+      std::string name = item.value("/metadata/name"_json_pointer, std::string());
+      kube::Result<json> r = client_.remove(ref, ns, name);
+      if (r.ok()) {
+        ++deleted;
+      } else if (r.code() != Code::NotFound && firstError.ok()) {
+        firstError = r.error();
+      }
+    }
+  }
+  spdlog::info("event=consumer_cleaned_up consumer={} deleted={}", consumerId, deleted);
+  if (!firstError.ok()) return firstError.error();
+  return deleted;
+}
+
+kube::Status ProviderService::unpeer(const Caller& caller, const v1::UnpeerRequest& req,
+                                     v1::UnpeerResponse* resp) {
+  if (kube::Status s = requireActive(caller, nullptr); !s.ok()) return s;
+  spdlog::info("event=unpeer_requested consumer={} force={}", caller.clusterId, req.force());
+  kube::Result<int> n = cleanupConsumer(caller.clusterId);
+  if (!n.ok()) return n.error();
+  resp->set_deleted_objects(*n);
+  return kube::Status::OK();
+}
+
+void ProviderService::tick(std::chrono::system_clock::time_point now) {
+  // Revocation records left by `strait unpeer --force` while this agent was away.
+  kube::ListOptions sel;
+  sel.labelSelector = std::string(kLabelComponent) + "=revocation";
+  kube::Result<json> records = client_.list(kube::resources::kConfigMaps, kSys, sel);
+  if (records.ok()) {
+    for (const json& rec : records->value("items", json::array())) {
+      std::string id = rec.value("/data/clusterID"_json_pointer, std::string());
+      std::string name = rec.value("/metadata/name"_json_pointer, std::string());
+      if (!validClusterId(id)) {
+        spdlog::warn("event=revocation_record_invalid name={}", name);
+        (void)client_.remove(kube::resources::kConfigMaps, kSys, name);
+        continue;
+      }
+      spdlog::info("event=revocation_record_found consumer={}", id);
+      if (cleanupConsumer(id).ok()) {
+        (void)client_.remove(kube::resources::kConfigMaps, kSys, name);
+      }
+    }
+  }
+  // Silent consumers.
+  std::vector<std::pair<std::string, std::string>> lost;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, c] : consumers_) {
+      if (c.connected && now - c.lastHeartbeat > config_.consumerLostAfter) {
+        c.connected = false;
+        lost.emplace_back(id, c.fcName);
+      }
+    }
+  }
+  for (const auto& [id, fcName] : lost) {
+    spdlog::warn("event=consumer_lost consumer={}", id);
+    json obj = {{"status", json::object()}};
+    setCondition(obj, "Connected", false, "HeartbeatMissed",
+                 "no heartbeat from the consumer agent", now);
+    setCondition(obj, "Authenticated", true, "CertificateIssued",
+                 "client certificate signed by this cluster's CA", now);
+    setCondition(obj, "VirtualNodeReady", false, "OnConsumerSide",
+                 "the virtual node lives in the consumer cluster", now);
+    setCondition(obj, "TunnelUp", false, "TunnelNotConfigured", "no tunnel configured", now);
+    patchStatus(fcName, obj["status"]);
+  }
+  // Expired token records (used ones are kept until then, so that reuse says "already used").
+  kube::ListOptions tokSel;
+  tokSel.labelSelector = std::string(kLabelComponent) + "=token";
+  kube::Result<json> tokens = client_.list(kube::resources::kSecrets, kSys, tokSel);
+  if (tokens.ok()) {
+    int64_t nowUnix = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+    for (const json& t : tokens->value("items", json::array())) {
+      kube::Result<std::string> exp =
+          base64Decode(t.value("/data/expires"_json_pointer, std::string()), "expires");
+      if (exp.ok() && !exp->empty() && std::stoll("0" + *exp) + 60 < nowUnix) {
+        (void)client_.remove(kube::resources::kSecrets, kSys,
+                             t.value("/metadata/name"_json_pointer, std::string()));
+      }
+    }
+  }
+}
+
+kube::Result<kube::ResourceRef> ProviderService::objectResource(const Caller& caller,
+                                                                const v1::ObjectRequest& req) {
+  if (kube::Status s = requireActive(caller, nullptr); !s.ok()) return s.error();
+  const std::string& ns = req.namespace_();
+  const std::string suffix = "-" + caller.clusterId;
+  bool offloaded = ns.size() > suffix.size() &&
+                   ns.compare(ns.size() - suffix.size(), suffix.size(), suffix) == 0;
+  if (ns != tenantNamespace(caller.clusterId) && !offloaded) {
+    spdlog::warn("event=object_refused consumer={} namespace={} kind={}", caller.clusterId, ns,
+                 req.kind());
+    return makeError(Code::Forbidden, "cluster " + caller.clusterId + " may not act in namespace \"" +
+                                          ns + "\" (only " + tenantNamespace(caller.clusterId) +
+                                          " and <namespace>" + suffix + ")");
+  }
+  auto it = reflectedKinds().find(req.api_version() + "/" + req.kind());
+  if (it == reflectedKinds().end()) {
+    return makeError(Code::Forbidden, "kind " + req.api_version() + "/" + req.kind() +
+                                          " is not one a consumer may reflect");
+  }
+  if (req.name().empty()) return makeError(Code::Invalid, "object name is required");
+  return it->second;
+}
+
+kube::Status ProviderService::applyObject(const Caller& caller, const v1::ObjectRequest& req,
+                                          v1::ObjectResponse* resp) {
+  kube::Result<kube::ResourceRef> ref = objectResource(caller, req);
+  if (!ref.ok()) return ref.error();
+  json obj = json::parse(req.json(), nullptr, false);
+  if (obj.is_discarded() || !obj.is_object()) {
+    return makeError(Code::Invalid, "object is not a JSON object");
+  }
+  obj["apiVersion"] = req.api_version();
+  obj["kind"] = req.kind();
+  obj["metadata"]["namespace"] = req.namespace_();
+  obj["metadata"]["name"] = req.name();
+  for (auto& [k, v] : ownershipLabels(caller.clusterId).items()) obj["metadata"]["labels"][k] = v;
+  if (req.namespace_() != tenantNamespace(caller.clusterId)) {
+    json ns = {{"apiVersion", "v1"},
+               {"kind", "Namespace"},
+               {"metadata", {{"name", req.namespace_()}, {"labels", ownershipLabels(caller.clusterId)}}}};
+    if (kube::Status s = ignoreAlreadyExists(client_.create(kube::resources::kNamespaces, "", ns));
+        !s.ok()) {
+      return s;
+    }
+  }
+  kube::Result<json> cur = client_.get(*ref, req.namespace_(), req.name());
+  kube::Result<json> out = json();
+  if (cur.ok()) {
+    obj["metadata"]["resourceVersion"] = (*cur)["metadata"]["resourceVersion"];
+    out = client_.update(*ref, req.namespace_(), obj);
+  } else if (cur.code() == Code::NotFound) {
+    out = client_.create(*ref, req.namespace_(), obj);
+  } else {
+    return cur.error();
+  }
+  if (!out.ok()) return out.error();
+  resp->set_json(out->dump());
+  return kube::Status::OK();
+}
+
+kube::Status ProviderService::getObject(const Caller& caller, const v1::ObjectRequest& req,
+                                        v1::ObjectResponse* resp) {
+  kube::Result<kube::ResourceRef> ref = objectResource(caller, req);
+  if (!ref.ok()) return ref.error();
+  kube::Result<json> cur = client_.get(*ref, req.namespace_(), req.name());
+  if (!cur.ok()) return cur.error();
+  resp->set_json(cur->dump());
+  return kube::Status::OK();
+}
+
+kube::Status ProviderService::deleteObject(const Caller& caller, const v1::ObjectRequest& req,
+                                           v1::ObjectResponse* resp) {
+  kube::Result<kube::ResourceRef> ref = objectResource(caller, req);
+  if (!ref.ok()) return ref.error();
+  kube::Result<json> r = client_.remove(*ref, req.namespace_(), req.name());
+  if (!r.ok()) return r.error();
+  return kube::Status::OK();
+}
+
+}  // namespace strait::peering

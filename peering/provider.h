@@ -1,0 +1,98 @@
+#pragma once
+// The provider side of an agent: answers Join, RenewCertificate, Heartbeat, Unpeer and the
+// tenant-scoped object calls of the consumers that peer with this cluster.
+//
+// Authorization lives here, because the provider agent is the only thing a consumer's
+// certificate can talk to (the consumer never gets credentials for the provider's API
+// server): a call is served only for a consumer with an active peering, and object calls
+// only inside its tenant namespace strait-tenant-<id> and the namespaces it offloads
+// ("<ns>-<id>").
+//
+// Thread-safe: gRPC calls arrive concurrently; tick() runs on the agent's loop thread.
+// State below is protected by mu_; Kubernetes calls are made without holding it except where
+// noted (grants are computed and recorded under the lock so that concurrent joins cannot
+// both take the same budget).
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "kube/client.h"
+#include "peering/identity.h"
+#include "peering/policy.h"
+#include "peering/transport.h"
+
+namespace strait::peering {
+
+struct ProviderConfig {
+  PolicyConfig policy;
+  std::chrono::seconds certTtl{3600};               // client certificates' validity
+  std::chrono::milliseconds consumerLostAfter{5000};  // no heartbeat this long: Connected=False
+};
+
+class ProviderService final : public PeeringHandler {
+ public:
+  // `identity` and `client` are borrowed and must outlive the service. No I/O here.
+  ProviderService(const ClusterIdentity& identity, kube::Client& client, ProviderConfig config);
+
+  // Loads the active peerings (ForeignClusters with role Consumer). Call before serving.
+  kube::Status load();
+  // Periodic work: finishes clean-ups asked for by revocation records (left by
+  // `strait unpeer --force` while this agent was down), marks silent consumers
+  // disconnected, deletes expired unused token records. Never throws; logs failures.
+  void tick(std::chrono::system_clock::time_point now);
+
+  // Deletes everything this cluster holds for `consumerId` (labelled objects: namespaces,
+  // ForeignCluster, token records, revocation record) and forgets the peering. Returns the
+  // number of objects deleted.
+  kube::Result<int> cleanupConsumer(const std::string& consumerId);
+
+  kube::Status join(const Caller& caller, const v1::JoinRequest& req,
+                    v1::JoinResponse* resp) override;
+  kube::Status renewCertificate(const Caller& caller, const v1::RenewRequest& req,
+                                v1::RenewResponse* resp) override;
+  kube::Status heartbeat(const Caller& caller, const v1::HeartbeatRequest& req,
+                         v1::HeartbeatResponse* resp) override;
+  kube::Status unpeer(const Caller& caller, const v1::UnpeerRequest& req,
+                      v1::UnpeerResponse* resp) override;
+  kube::Status applyObject(const Caller& caller, const v1::ObjectRequest& req,
+                           v1::ObjectResponse* resp) override;
+  kube::Status getObject(const Caller& caller, const v1::ObjectRequest& req,
+                         v1::ObjectResponse* resp) override;
+  kube::Status deleteObject(const Caller& caller, const v1::ObjectRequest& req,
+                            v1::ObjectResponse* resp) override;
+
+ private:
+  struct Consumer {
+    std::string fcName;
+    std::string name;
+    ResourceMap requested;
+    ResourceMap granted;
+    std::chrono::system_clock::time_point lastHeartbeat;
+    std::chrono::system_clock::time_point lastStatusWrite;
+    bool connected = true;
+  };
+
+  kube::Status checkToken(const std::string& tokenText, const std::string& consumerId);
+  kube::Status requireActive(const Caller& caller, Consumer* out);
+  kube::Result<ResourceMap> computeGrant(const std::string& consumerId,
+                                         const ResourceMap& requested);
+  kube::Result<std::string> upsertForeignCluster(const std::string& consumerId,
+                                                 const std::string& consumerName,
+                                                 const ResourceMap& requested,
+                                                 const ResourceMap& granted,
+                                                 const std::string& endpoint);
+  void patchStatus(const std::string& fcName, const nlohmann::json& status);
+  kube::Result<kube::ResourceRef> objectResource(const Caller& caller,
+                                                 const v1::ObjectRequest& req);
+
+  const ClusterIdentity& identity_;
+  kube::Client& client_;
+  const ProviderConfig config_;
+
+  std::mutex mu_;  // protects consumers_ and serializes grant decisions
+  std::map<std::string, Consumer> consumers_;  // by consumer cluster ID
+};
+
+}  // namespace strait::peering

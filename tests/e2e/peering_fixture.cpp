@@ -1,0 +1,145 @@
+#include "e2e/peering_fixture.h"
+
+#include <signal.h>
+
+#include <sstream>
+
+namespace strait::e2e {
+
+std::string AgentProcess::start(const std::string& kubeconfig, const std::string& clusterName,
+                                const std::vector<std::string>& extraArgs,
+                                const std::string& listen) {
+  kubeconfig_ = kubeconfig;
+  clusterName_ = clusterName;
+  extraArgs_ = extraArgs;
+  if (!dir_) dir_ = std::make_unique<TempDir>("strait-agent");
+  std::vector<std::string> argv = {straitBinary(), "agent",  "--kubeconfig", kubeconfig,
+                                   "--cluster-name", clusterName, "--listen", listen};
+  argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
+  ++starts_;
+  std::string err = dir_->file("agent" + std::to_string(starts_) + ".err");
+  process_ = std::make_unique<BackgroundProcess>();
+  std::string error;
+  if (!process_->start(argv, {}, dir_->file("agent" + std::to_string(starts_) + ".out"), err,
+                       &error)) {
+    return "start agent: " + error;
+  }
+  std::string endpointLine;
+  bool ok = waitFor(
+      [&] {
+        std::string log = process_->stderrText();
+        size_t at = log.find("event=agent_started");
+        if (at == std::string::npos) return !process_->running();
+        size_t ep = log.find("endpoint=", at);
+        size_t end = log.find_first_of(" \n", ep);
+        endpointLine = log.substr(ep + 9, end - ep - 9);
+        return true;
+      },
+      std::chrono::seconds(60));
+  if (!ok || endpointLine.empty()) {
+    return "agent did not start:\n" + process_->stderrText();
+  }
+  endpoint_ = endpointLine;
+  return {};
+}
+
+std::string AgentProcess::restart() {
+  stop();
+  return start(kubeconfig_, clusterName_, extraArgs_, endpoint_);
+}
+
+void AgentProcess::stop() {
+  if (process_) {
+    process_->stop();
+    previousLogs_ += process_->stderrText() + process_->stdoutText();
+    process_.reset();
+  }
+}
+
+void AgentProcess::kill() {
+  if (process_ && process_->running()) ::kill(process_->pid(), SIGKILL);
+  stop();
+}
+
+std::string AgentProcess::logs() const {
+  return previousLogs_ + (process_ ? process_->stderrText() + process_->stdoutText() : "");
+}
+
+Minicluster* TwoClusterTest::consumer_ = nullptr;
+Minicluster* TwoClusterTest::provider_ = nullptr;
+AgentProcess* TwoClusterTest::consumerAgent_ = nullptr;
+AgentProcess* TwoClusterTest::providerAgent_ = nullptr;
+std::string TwoClusterTest::startError_;
+
+std::vector<std::string> TwoClusterTest::agentArgs() {
+  return {"--cert-ttl", "8s", "--heartbeat-interval", "200ms", "--lost-after", "1s",
+          "--budget", "cpu=10,memory=20Gi,pods=200"};
+}
+
+void TwoClusterTest::SetUpTestSuite() {
+  startError_.clear();
+  consumer_ = new Minicluster();
+  provider_ = new Minicluster();
+  consumerAgent_ = new AgentProcess();
+  providerAgent_ = new AgentProcess();
+  startError_ = consumer_->start("consumer");
+  if (startError_.empty()) startError_ = provider_->start("provider");
+  if (startError_.empty()) {
+    startError_ = providerAgent_->start(provider_->kubeconfig(), "provider", agentArgs());
+  }
+  if (startError_.empty()) {
+    startError_ = consumerAgent_->start(consumer_->kubeconfig(), "consumer", agentArgs());
+  }
+}
+
+void TwoClusterTest::TearDownTestSuite() {
+  delete consumerAgent_;
+  delete providerAgent_;
+  delete consumer_;
+  delete provider_;
+  consumerAgent_ = providerAgent_ = nullptr;
+  consumer_ = provider_ = nullptr;
+}
+
+void TwoClusterTest::SetUp() {
+  ASSERT_TRUE(startError_.empty()) << startError_;
+  testDir_ = std::make_unique<TempDir>("strait-peering-test");
+  // A test may stop an agent; the next test starts with both running.
+  if (!providerAgent_->running()) ASSERT_EQ(providerAgent_->restart(), "");
+  if (!consumerAgent_->running()) ASSERT_EQ(consumerAgent_->restart(), "");
+}
+
+CommandResult TwoClusterTest::strait(const std::vector<std::string>& args,
+                                     std::chrono::milliseconds timeout) const {
+  std::vector<std::string> argv = {straitBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return runCommand(argv, {}, timeout);
+}
+
+CommandResult TwoClusterTest::kubectlOn(const Minicluster& c,
+                                        const std::vector<std::string>& args) const {
+  static int n = 0;
+  std::vector<std::string> argv = {"kubectl", "--kubeconfig", c.kubeconfig()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Env env = {{"KUBECACHEDIR", testDir() + "/kcache" + std::to_string(++n)},
+             {"HOME", testDir()}};
+  return runCommand(argv, env);
+}
+
+std::vector<std::string> TwoClusterTest::labelledObjects(const Minicluster& c) const {
+  CommandResult r = kubectlOn(c, {"get", "namespaces,secrets,configmaps,nodes,foreignclusters",
+                                  "-A", "-l", "strait.io/remote-cluster-id", "-o", "name"});
+  std::vector<std::string> out;
+  if (r.exitCode != 0) {
+    out.push_back("kubectl failed: " + r.describe());
+    return out;
+  }
+  std::istringstream in(r.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace strait::e2e

@@ -1,0 +1,306 @@
+// Peering between two real miniclusters through two real `strait agent` processes, driven
+// by the `strait` CLI and checked with the real kubectl.
+#include <nlohmann/json.hpp>
+
+#include "e2e/peering_fixture.h"
+#include "kube/pki.h"
+#include "peering/encoding.h"
+#include "peering/foreign_cluster.h"
+#include "peering/names.h"
+#include "peering/token.h"
+#include "peering/transport.h"
+
+namespace strait::e2e {
+namespace {
+
+using json = nlohmann::json;
+
+class PeeringTest : public TwoClusterTest {
+ protected:
+  CommandResult peerInBand() {
+    return strait({"peer", "--kubeconfig", consumer().kubeconfig(), "--remote-kubeconfig",
+                   provider().kubeconfig(), "--cpu", "2", "--memory", "4Gi", "--pods", "20"});
+  }
+  CommandResult unpeerInBand(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"unpeer", "--kubeconfig", consumer().kubeconfig(),
+                                     "--remote-kubeconfig", provider().kubeconfig()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return strait(args);
+  }
+  std::string token(const std::string& ttl = "1h") {
+    CommandResult r = strait({"token", "--kubeconfig", provider().kubeconfig(), "--ttl", ttl});
+    EXPECT_EQ(r.exitCode, 0) << r.describe();
+    std::string t = r.out;
+    while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+    return t;
+  }
+  json status(const Minicluster& c) {
+    CommandResult r = strait({"status", "--kubeconfig", c.kubeconfig(), "-o", "json"});
+    EXPECT_EQ(r.exitCode, 0) << r.describe();
+    json j = json::parse(r.out, nullptr, false);
+    return j.is_discarded() ? json::array() : j;
+  }
+  // The single row of `strait status` on `c`, or null.
+  json onlyRow(const Minicluster& c) {
+    json rows = status(c);
+    return rows.size() == 1 ? rows[0] : json();
+  }
+  std::string agentClusterId(const Minicluster& c) {
+    CommandResult r = kubectlOn(c, {"get", "configmap", "-n", "strait-system", "strait-agent",
+                                    "-o", "jsonpath={.data.clusterID}"});
+    EXPECT_EQ(r.exitCode, 0) << r.describe();
+    return r.out;
+  }
+  // The consumer's credential Secret for the provider, decoded.
+  std::map<std::string, std::string> credential() {
+    std::string providerId = agentClusterId(provider());
+    CommandResult r = kubectlOn(consumer(), {"get", "secret", "-n", "strait-system",
+                                             peering::credentialSecretName(providerId), "-o",
+                                             "json"});
+    std::map<std::string, std::string> out;
+    if (r.exitCode != 0) return out;
+    json s = json::parse(r.out);
+    for (auto& [k, v] : s["data"].items()) out[k] = *peering::base64Decode(v.get<std::string>(), k);
+    return out;
+  }
+  void expectNothingLeft() {
+    EXPECT_TRUE(waitFor([&] { return labelledObjects(consumer()).empty(); }, 30s))
+        << "consumer still has:\n" << ::testing::PrintToString(labelledObjects(consumer()));
+    EXPECT_TRUE(waitFor([&] { return labelledObjects(provider()).empty(); }, 30s))
+        << "provider still has:\n" << ::testing::PrintToString(labelledObjects(provider()));
+  }
+};
+
+TEST_F(PeeringTest, InBandPeeringShowsOnBothSidesAndUnpeerLeavesNothing) {
+  CommandResult p = peerInBand();
+  ASSERT_EQ(p.exitCode, 0) << p.describe();
+  EXPECT_NE(p.out.find("peered with provider"), std::string::npos) << p.out;
+
+  std::string consumerId = agentClusterId(consumer());
+  // Provider: tenant namespace and a ForeignCluster for the consumer.
+  CommandResult ns = kubectlOn(provider(), {"get", "namespace", "strait-tenant-" + consumerId});
+  EXPECT_EQ(ns.exitCode, 0) << ns.describe();
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json c = onlyRow(consumer()), pr = onlyRow(provider());
+        return c.is_object() && pr.is_object() && c["connected"] == "True" &&
+               pr["connected"] == "True" && c["latencyMs"].is_number();
+      },
+      30s))
+      << status(consumer()).dump(2) << status(provider()).dump(2);
+  json c = onlyRow(consumer());
+  EXPECT_EQ(c["role"], "Provider");
+  EXPECT_EQ(c["remote"], "provider");
+  EXPECT_EQ(c["granted"]["cpu"], "2");
+  EXPECT_EQ(c["granted"]["memory"], "4Gi");
+  EXPECT_EQ(c["virtualNodeReady"], "False");
+  json pr = onlyRow(provider());
+  EXPECT_EQ(pr["role"], "Consumer");
+  EXPECT_EQ(pr["clusterID"], consumerId);
+  EXPECT_EQ(pr["granted"]["pods"], "20");
+  // The table form and the CRD through the user's kubectl.
+  CommandResult table = strait({"status", "--kubeconfig", consumer().kubeconfig()});
+  EXPECT_NE(table.out.find("CONNECTED"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("2/4Gi/20"), std::string::npos) << table.out;
+  CommandResult fc = kubectlOn(consumer(), {"get", "foreignclusters"});
+  EXPECT_EQ(fc.exitCode, 0) << fc.describe();
+  EXPECT_NE(fc.out.find("provider"), std::string::npos) << fc.out;
+
+  CommandResult u = unpeerInBand();
+  ASSERT_EQ(u.exitCode, 0) << u.describe();
+  expectNothingLeft();
+  EXPECT_EQ(status(consumer()).size(), 0u);
+}
+
+TEST_F(PeeringTest, OutOfBandPeeringWithTokenAndUnpeerByName) {
+  std::string t = token();
+  ASSERT_EQ(t.rfind("strait1.", 0), 0u) << t;
+  CommandResult p = strait({"peer", "--kubeconfig", consumer().kubeconfig(), "--token", t,
+                            "--resource", "nvidia.com/gpu=1"});
+  ASSERT_EQ(p.exitCode, 0) << p.describe();
+  ASSERT_TRUE(waitFor([&] { return onlyRow(consumer()).value("connected", "") == "True"; }, 30s));
+  // The budget has no GPUs: nothing granted of them, the rest as asked.
+  json c = onlyRow(consumer());
+  EXPECT_EQ(c["granted"]["nvidia.com/gpu"], "0");
+  EXPECT_EQ(c["granted"]["cpu"], "4");
+  CommandResult u = strait({"unpeer", "--kubeconfig", consumer().kubeconfig(), "--remote-name",
+                            "provider"});
+  ASSERT_EQ(u.exitCode, 0) << u.describe();
+  expectNothingLeft();
+}
+
+TEST_F(PeeringTest, EveryBadTokenIsRefusedSayingWhy) {
+  auto peerWith = [&](const std::string& tok) {
+    return strait({"peer", "--kubeconfig", consumer().kubeconfig(), "--token", tok, "--timeout",
+                   "30s"});
+  };
+  // Malformed.
+  CommandResult m = peerWith("not-a-token");
+  EXPECT_NE(m.exitCode, 0);
+  EXPECT_NE(m.err.find("malformed"), std::string::npos) << m.describe();
+  // Altered: one character of the integrity check changed (the provider says so), and one
+  // of the payload (refused, as altered or as malformed if it no longer decodes).
+  std::string t = token();
+  std::string altered = t;
+  size_t pos = altered.size() - 10;
+  altered[pos] = altered[pos] == 'A' ? 'B' : 'A';
+  CommandResult a = peerWith(altered);
+  EXPECT_NE(a.exitCode, 0);
+  EXPECT_NE(a.err.find("altered"), std::string::npos) << a.describe();
+  std::string payloadAltered = t;
+  payloadAltered[20] = payloadAltered[20] == 'A' ? 'B' : 'A';
+  CommandResult pa = peerWith(payloadAltered);
+  EXPECT_NE(pa.exitCode, 0);
+  EXPECT_TRUE(pa.err.find("altered") != std::string::npos ||
+              pa.err.find("malformed") != std::string::npos)
+      << pa.describe();
+  // Expired.
+  std::string shortLived = token("1s");
+  auto issued = std::chrono::system_clock::now();
+  waitFor([&] { return std::chrono::system_clock::now() > issued + 2s; }, 10s, 100ms);
+  CommandResult e = peerWith(shortLived);
+  EXPECT_NE(e.exitCode, 0);
+  EXPECT_NE(e.err.find("expired"), std::string::npos) << e.describe();
+  // Reused: works once, then "already used" (even after unpeering).
+  CommandResult first = peerWith(t);
+  ASSERT_EQ(first.exitCode, 0) << first.describe();
+  ASSERT_EQ(unpeerInBand().exitCode, 0);
+  CommandResult again = peerWith(t);
+  EXPECT_NE(again.exitCode, 0);
+  EXPECT_NE(again.err.find("already used"), std::string::npos) << again.describe();
+  expectNothingLeft();
+}
+
+TEST_F(PeeringTest, ClientCertificateRenewsBeforeExpiry) {
+  ASSERT_EQ(peerInBand().exitCode, 0);
+  std::string first = credential()["tls.crt"];
+  ASSERT_FALSE(first.empty());
+  auto firstInfo = kube::certificateInfo(first);
+  ASSERT_TRUE(firstInfo.ok());
+  // --cert-ttl 8s: renewed after ~5.3 s, long before the old one expires.
+  std::string renewed;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        renewed = credential()["tls.crt"];
+        return !renewed.empty() && renewed != first;
+      },
+      30s, 200ms));
+  auto renewedInfo = kube::certificateInfo(renewed);
+  ASSERT_TRUE(renewedInfo.ok());
+  EXPECT_GT(renewedInfo->notAfter, firstInfo->notAfter);
+  EXPECT_EQ(renewedInfo->commonName, agentClusterId(consumer()));
+  // Still connected on the new certificate, after the first one expired.
+  waitFor([&] { return std::chrono::system_clock::now() > firstInfo->notAfter + 1s; }, 30s, 200ms);
+  auto before = std::chrono::system_clock::now();
+  EXPECT_TRUE(waitFor(
+      [&] {
+        json c = onlyRow(consumer());
+        return c.is_object() && c["connected"] == "True" &&
+               c.value("lastHeartbeatTime", "") >= peering::rfc3339(before);
+      },
+      20s))
+      << status(consumer()).dump(2);
+  ASSERT_EQ(unpeerInBand().exitCode, 0);
+  expectNothingLeft();
+}
+
+TEST_F(PeeringTest, ForceUnpeerWithProviderAgentDownThenProviderCleansUp) {
+  ASSERT_EQ(peerInBand().exitCode, 0);
+  ASSERT_TRUE(waitFor([&] { return onlyRow(consumer()).value("connected", "") == "True"; }, 30s));
+  providerAgent().kill();
+  // The consumer notices the lost provider (--lost-after 1s).
+  EXPECT_TRUE(waitFor([&] { return onlyRow(consumer()).value("connected", "") == "False"; }, 20s))
+      << status(consumer()).dump(2);
+  // Graceful unpeer refuses; --force parts and leaves a revocation record.
+  CommandResult graceful = unpeerInBand({"--timeout", "10s"});
+  EXPECT_NE(graceful.exitCode, 0);
+  EXPECT_NE(graceful.err.find("--force"), std::string::npos) << graceful.describe();
+  CommandResult forced = unpeerInBand({"--force", "--timeout", "20s"});
+  ASSERT_EQ(forced.exitCode, 0) << forced.describe();
+  EXPECT_NE(forced.out.find("revocation record"), std::string::npos) << forced.out;
+  EXPECT_TRUE(labelledObjects(consumer()).empty());
+  EXPECT_FALSE(labelledObjects(provider()).empty());  // tenant namespace, record: still there
+  ASSERT_EQ(providerAgent().restart(), "");
+  expectNothingLeft();
+}
+
+TEST_F(PeeringTest, ConsumerIdentityActsOnlyInItsTenantNamespace) {
+  ASSERT_EQ(peerInBand().exitCode, 0);
+  auto cred = credential();
+  ASSERT_FALSE(cred["tls.key"].empty());
+  std::string providerId = agentClusterId(provider());
+  std::string consumerId = agentClusterId(consumer());
+  peering::ClientConfig cc;
+  cc.endpoint = cred["endpoint"];
+  cc.serverCaPem = cred["ca.crt"];
+  cc.serverName = peering::agentServerName(providerId);
+  cc.clientCert = {cred["tls.crt"], cred["tls.key"]};
+  auto rpc = peering::makeRpcClient(cc);
+  ASSERT_TRUE(rpc.ok());
+  auto request = [](const std::string& ns, const std::string& name) {
+    v1::ObjectRequest r;
+    r.set_api_version("v1");
+    r.set_kind("ConfigMap");
+    r.set_namespace_(ns);
+    r.set_name(name);
+    r.set_json(json{{"data", {{"k", "v"}}}}.dump());
+    return r;
+  };
+  v1::ObjectResponse resp;
+  kube::Status inside = (*rpc)->applyObject(request("strait-tenant-" + consumerId, "cm1"), &resp, 10s);
+  EXPECT_TRUE(inside.ok()) << inside.error().message;
+  kube::Status offloaded = (*rpc)->applyObject(request("web-" + consumerId, "cm2"), &resp, 10s);
+  EXPECT_TRUE(offloaded.ok()) << offloaded.error().message;
+  for (std::string ns : {"default", "kube-system", "strait-system", "strait-tenant-other"}) {
+    kube::Status outside = (*rpc)->applyObject(request(ns, "evil"), &resp, 10s);
+    EXPECT_EQ(outside.code(), kube::Code::Forbidden) << ns;
+    kube::Status read = (*rpc)->getObject(request(ns, "strait-agent"), &resp, 10s);
+    EXPECT_EQ(read.code(), kube::Code::Forbidden) << ns;
+  }
+  EXPECT_EQ(kubectlOn(provider(), {"get", "configmap", "-n", "default", "evil"}).exitCode != 0, true);
+  // A cluster-scoped or unlisted kind is refused too.
+  v1::ObjectRequest node = request("strait-tenant-" + consumerId, "n");
+  node.set_kind("Node");
+  EXPECT_EQ((*rpc)->applyObject(node, &resp, 10s).code(), kube::Code::Forbidden);
+  // A certificate for the same name from another CA (the consumer's own) gets no connection.
+  auto otherCa = kube::makeCa("not-the-provider");
+  auto forged = kube::issueCert(*otherCa, consumerId, {"strait:consumers"}, {}, {}, false);
+  cc.clientCert = *forged;
+  auto forgedRpc = peering::makeRpcClient(cc);
+  EXPECT_EQ((*forgedRpc)->applyObject(request("strait-tenant-" + consumerId, "x"), &resp, 10s).code(),
+            kube::Code::Unavailable);
+  ASSERT_EQ(unpeerInBand().exitCode, 0);
+  expectNothingLeft();
+}
+
+TEST_F(PeeringTest, IdentityIsKeptAcrossRestarts) {
+  std::string before = agentClusterId(provider());
+  ASSERT_EQ(providerAgent().restart(), "");
+  EXPECT_EQ(agentClusterId(provider()), before);
+}
+
+// Runs last in the suite (gtest keeps declaration order): everything the agents logged so
+// far, with every token and key the tests used.
+TEST_F(PeeringTest, TokensAndKeysNeverAppearInLogs) {
+  std::string t = token();
+  CommandResult p = strait({"peer", "--kubeconfig", consumer().kubeconfig(), "--token", t});
+  ASSERT_EQ(p.exitCode, 0) << p.describe();
+  auto cred = credential();
+  auto parsed = peering::parseToken(t);
+  ASSERT_TRUE(parsed.ok());
+  std::string logs = consumerAgent().logs() + providerAgent().logs();
+  ASSERT_FALSE(logs.empty());
+  EXPECT_EQ(logs.find(t), std::string::npos);
+  EXPECT_EQ(logs.find(parsed->secret.reveal()), std::string::npos);
+  EXPECT_EQ(logs.find(t.substr(8, 40)), std::string::npos);
+  EXPECT_EQ(logs.find("PRIVATE KEY"), std::string::npos);
+  EXPECT_EQ(logs.find("strait1."), std::string::npos);
+  std::string keyBody = cred["tls.key"];
+  ASSERT_GT(keyBody.size(), 100u);
+  EXPECT_EQ(logs.find(keyBody.substr(40, 40)), std::string::npos);
+  ASSERT_EQ(unpeerInBand().exitCode, 0);
+  expectNothingLeft();
+}
+
+}  // namespace
+}  // namespace strait::e2e
