@@ -152,8 +152,14 @@ void Agent::loop() {
   while (!stopping_) {
     lock.unlock();
     auto now = std::chrono::system_clock::now();
-    provider_->tick(now);
-    consumer_->tick(now);
+    // Objects read from the API server are checked, but a field of an unexpected JSON type
+    // must not end the agent: log and carry on with the next pass.
+    try {
+      provider_->tick(now);
+      consumer_->tick(now);
+    } catch (const std::exception& e) {
+      spdlog::error("event=loop_exception error=\"{}\"", e.what());
+    }
     lock.lock();
     cv_.wait_for(lock, config_.loopInterval, [this] { return stopping_; });
   }

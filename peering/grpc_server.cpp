@@ -27,6 +27,18 @@ Caller callerOf(grpc::ServerContext* ctx) {
   return c;
 }
 
+// Runs `fn`, turning an escaped exception into INTERNAL: a bad message must never take the
+// agent down.
+template <class Fn>
+grpc::Status guarded(const char* method, Fn&& fn) {
+  try {
+    return toGrpc(fn());
+  } catch (const std::exception& e) {
+    spdlog::error("event=rpc_exception method={} error=\"{}\"", method, e.what());
+    return grpc::Status(grpc::StatusCode::INTERNAL, std::string(method) + ": internal error");
+  }
+}
+
 // Runs `fn` for an authenticated caller, or refuses.
 template <class Fn>
 grpc::Status authenticated(grpc::ServerContext* ctx, const char* method, Fn&& fn) {
@@ -38,7 +50,7 @@ grpc::Status authenticated(grpc::ServerContext* ctx, const char* method, Fn&& fn
                         std::string(method) + " requires a client certificate from this "
                                               "cluster's CA (peer first)");
   }
-  return toGrpc(fn(caller));
+  return guarded(method, [&] { return fn(caller); });
 }
 
 class PeeringServiceImpl final : public v1::Peering::Service {
@@ -46,7 +58,7 @@ class PeeringServiceImpl final : public v1::Peering::Service {
   explicit PeeringServiceImpl(PeeringHandler& h) : h_(h) {}
   grpc::Status Join(grpc::ServerContext* ctx, const v1::JoinRequest* req,
                     v1::JoinResponse* resp) override {
-    return toGrpc(h_.join(callerOf(ctx), *req, resp));
+    return guarded("Join", [&] { return h_.join(callerOf(ctx), *req, resp); });
   }
   grpc::Status RenewCertificate(grpc::ServerContext* ctx, const v1::RenewRequest* req,
                                 v1::RenewResponse* resp) override {

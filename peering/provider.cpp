@@ -297,6 +297,7 @@ kube::Status ProviderService::heartbeat(const Caller& caller, const v1::Heartbea
   opts.labelSelector = ownershipSelector(caller.clusterId);
   kube::Result<json> pods = client_.list(kube::resources::kPods, "", opts);
   ResourceMap used = pods.ok() ? podRequests(pods->value("items", json::array())) : ResourceMap{};
+  for (const char* r : {"cpu", "memory", "pods"}) used.try_emplace(r);  // zero when absent
   ResourceMap requested = fromProto(req.requested());
   auto now = std::chrono::system_clock::now();
   bool writeStatus = false;
@@ -475,11 +476,19 @@ kube::Status ProviderService::applyObject(const Caller& caller, const v1::Object
   if (obj.is_discarded() || !obj.is_object()) {
     return makeError(Code::Invalid, "object is not a JSON object");
   }
+  if (obj.contains("metadata") && !obj["metadata"].is_object()) {
+    return makeError(Code::Invalid, "object metadata is not a JSON object");
+  }
+  if (obj.contains("metadata") && obj["metadata"].contains("labels") &&
+      !obj["metadata"]["labels"].is_object()) {
+    return makeError(Code::Invalid, "object metadata.labels is not a JSON object");
+  }
   obj["apiVersion"] = req.api_version();
   obj["kind"] = req.kind();
   obj["metadata"]["namespace"] = req.namespace_();
   obj["metadata"]["name"] = req.name();
-  for (auto& [k, v] : ownershipLabels(caller.clusterId).items()) obj["metadata"]["labels"][k] = v;
+  const json labels = ownershipLabels(caller.clusterId);
+  for (const auto& [k, v] : labels.items()) obj["metadata"]["labels"][k] = v;
   if (req.namespace_() != tenantNamespace(caller.clusterId)) {
     json ns = {{"apiVersion", "v1"},
                {"kind", "Namespace"},

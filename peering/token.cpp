@@ -69,7 +69,10 @@ kube::Result<Token> decodePayload(const std::string& payload) {
     *out = it->get<std::string>();
     return true;
   };
-  if (j.value("v", 0) != 1) return malformed("unsupported version");
+  auto version = j.find("v");
+  if (version == j.end() || !version->is_number_integer() || version->get<int64_t>() != 1) {
+    return malformed("unsupported version");
+  }
   std::string secret;
   for (auto [key, out] : {std::pair{"endpoint", &t.endpoint}, std::pair{"cluster", &t.clusterId},
                           std::pair{"name", &t.clusterName}, std::pair{"ca", &t.caFingerprint},

@@ -88,6 +88,16 @@ TEST(Token, MalformedInputsSayMalformed) {
     kube::Result<Token> v = verifyToken(bad, key, kNow);
     ASSERT_FALSE(v.ok()) << bad;
   }
+  // Payload fields of the wrong JSON type: malformed, not an exception.
+  for (std::string payloadJson : {R"({"v":"1"})", R"({"v":1,"endpoint":5})", R"([1,2])",
+                                  R"({"v":1,"endpoint":"a:1","cluster":"c","name":"n",
+                                      "ca":"x","id":"i","secret":"s","exp":"soon"})"}) {
+    std::string text = "strait1." + base64UrlEncode(payloadJson) + "." +
+                       base64UrlEncode(std::string(32, 'x'));
+    kube::Result<Token> p = parseToken(text);
+    ASSERT_FALSE(p.ok()) << payloadJson;
+    EXPECT_NE(p.error().message.find("malformed"), std::string::npos) << p.error().message;
+  }
   // A valid MAC over a payload that is not a token: malformed, not a crash.
   std::string payload = base64UrlEncode("{\"v\":1}");
   std::string text = "strait1." + payload + "." + base64UrlEncode(hmacSha256(key.reveal(), payload));
