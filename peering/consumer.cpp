@@ -27,20 +27,17 @@ std::string dataField(const json& secret, const char* key) {
   return v.ok() ? *v : std::string();
 }
 
-// The four conditions as one status fragment (merge patch replaces the whole list).
+// The four conditions as one status fragment, keeping transition times from `fc`.
 json conditionsFor(const json& fc, bool authenticated, const std::string& authReason,
                    const std::string& authMessage, bool connected,
                    const std::string& connReason, const std::string& connMessage,
                    std::chrono::system_clock::time_point now) {
-  json obj = {{"status", {{"conditions", fc.contains("status") && fc["status"].is_object()
-                                              ? fc["status"].value("conditions", json::array())
-                                              : json::array()}}}};
-  setCondition(obj, "Authenticated", authenticated, authReason, authMessage, now);
-  setCondition(obj, "Connected", connected, connReason, connMessage, now);
-  setCondition(obj, "VirtualNodeReady", false, "NotImplemented",
-               "the virtual node arrives with issue 6", now);
-  setCondition(obj, "TunnelUp", false, "TunnelNotConfigured", "no tunnel configured", now);
-  return obj["status"];
+  json previous = fc.contains("status") && fc["status"].is_object()
+                      ? fc["status"].value("conditions", json::array())
+                      : json::array();
+  return peeringConditions(authenticated, authReason, authMessage, connected, connReason,
+                           connMessage, "NotImplemented", "the virtual node arrives with issue 6",
+                           previous, now);
 }
 
 void toProto(const json& list, v1::ResourceList* out) {
@@ -64,17 +61,46 @@ ConsumerController::ConsumerController(const ClusterIdentity& identity, kube::Cl
 ConsumerController::~ConsumerController() = default;
 
 void ConsumerController::patchStatus(const std::string& fcName, const json& status) {
-  kube::WriteOptions wo;
-  wo.subresource = "status";
-  kube::Result<json> r = client_.patch(kForeignClusters, "", fcName, kube::PatchType::Merge,
-                                       json{{"status", status}}, wo);
-  if (!r.ok() && r.code() != Code::NotFound) {
-    spdlog::warn("event=foreigncluster_status_failed name={} error=\"{}\"", fcName,
-                 r.error().message);
+  patchForeignClusterStatus(client_, fcName, status);
+}
+
+void ConsumerController::deliverRevocations(std::chrono::system_clock::time_point now) {
+  if (now - lastRevocationAttempt_ < config_.heartbeatInterval) return;
+  lastRevocationAttempt_ = now;
+  kube::ListOptions sel;
+  sel.labelSelector = std::string(kLabelComponent) + "=revocation-pending";
+  kube::Result<json> records = client_.list(kube::resources::kSecrets, kSys, sel);
+  if (!records.ok()) return;
+  for (const json& rec : records->value("items", json::array())) {
+    std::string name = rec.value("/metadata/name"_json_pointer, std::string());
+    std::string providerId = dataField(rec, "providerID");
+    ClientConfig cc;
+    cc.endpoint = dataField(rec, "endpoint");
+    cc.serverCaPem = dataField(rec, "ca.crt");
+    cc.serverName = agentServerName(providerId);
+    cc.clientCert = {dataField(rec, "tls.crt"), dataField(rec, "tls.key")};
+    kube::Result<std::unique_ptr<RpcClient>> rpc = makeRpcClient(cc);
+    if (!rpc.ok()) {
+      spdlog::warn("event=revocation_record_invalid name={}", name);
+      (void)client_.remove(kube::resources::kSecrets, kSys, name);
+      continue;
+    }
+    v1::UnpeerRequest req;
+    req.set_force(true);
+    v1::UnpeerResponse resp;
+    kube::Status s = (*rpc)->unpeer(req, &resp, std::min(config_.callTimeout,
+                                                         std::chrono::milliseconds(2000)));
+    // Forbidden: the provider no longer knows us (already cleaned up), also done.
+    if (s.ok() || s.code() == Code::Forbidden) {
+      spdlog::info("event=revocation_delivered provider={} deleted={}", providerId,
+                   resp.deleted_objects());
+      (void)client_.remove(kube::resources::kSecrets, kSys, name);
+    }
   }
 }
 
 void ConsumerController::tick(std::chrono::system_clock::time_point now) {
+  deliverRevocations(now);
   kube::Result<json> list = client_.list(kForeignClusters, "");
   if (!list.ok()) {
     spdlog::warn("event=foreigncluster_list_failed error=\"{}\"", list.error().message);

@@ -8,7 +8,8 @@
 //   - heartbeats every `heartbeatInterval` over mTLS and records Connected, latency, granted
 //     and used resources in the ForeignCluster status; after `lostAfter` without an answer
 //     Connected turns False (that is "noticing a lost peer");
-//   - renews the client certificate when two thirds of its lifetime have passed.
+//   - renews the client certificate when two thirds of its lifetime have passed;
+//   - delivers revocations left by `strait unpeer --force` while the provider was away.
 //
 // Not thread-safe: tick() is called from the agent's single loop thread only.
 
@@ -57,11 +58,15 @@ class ConsumerController {
   void heartbeat(const nlohmann::json& fc, Peering& p, std::chrono::system_clock::time_point now);
   void renew(const std::string& providerId, Peering& p, std::chrono::system_clock::time_point now);
   void patchStatus(const std::string& fcName, const nlohmann::json& status);
+  // Delivers the Unpeer calls that `strait unpeer --force` could not make (records left as
+  // Secrets labelled strait.io/component=revocation-pending), then deletes each record.
+  void deliverRevocations(std::chrono::system_clock::time_point now);
 
   const ClusterIdentity& identity_;
   kube::Client& client_;
   const ConsumerConfig config_;
   std::map<std::string, Peering> peerings_;  // by provider cluster ID
+  std::chrono::system_clock::time_point lastRevocationAttempt_;
 };
 
 }  // namespace strait::peering

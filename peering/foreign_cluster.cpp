@@ -1,6 +1,8 @@
 // ForeignCluster CRD and object helpers.
 #include "peering/foreign_cluster.h"
 
+#include <spdlog/spdlog.h>
+
 #include <ctime>
 
 #include "peering/names.h"
@@ -124,6 +126,34 @@ std::string conditionMessage(const nlohmann::json& fc, const std::string& type) 
     }
   }
   return {};
+}
+
+void patchForeignClusterStatus(kube::Client& client, const std::string& name,
+                               const nlohmann::json& status) {
+  kube::WriteOptions wo;
+  wo.subresource = "status";
+  kube::Result<nlohmann::json> r = client.patch(kForeignClusters, "", name, kube::PatchType::Merge,
+                                                nlohmann::json{{"status", status}}, wo);
+  if (!r.ok() && r.code() != kube::Code::NotFound) {
+    spdlog::warn("event=foreigncluster_status_failed name={} error=\"{}\"", name,
+                 r.error().message);
+  }
+}
+
+nlohmann::json peeringConditions(bool authenticated, const std::string& authReason,
+                                 const std::string& authMessage, bool connected,
+                                 const std::string& connReason, const std::string& connMessage,
+                                 const std::string& vnodeReason, const std::string& vnodeMessage,
+                                 const nlohmann::json& previousConditions,
+                                 std::chrono::system_clock::time_point now) {
+  nlohmann::json obj = {{"status", {{"conditions", previousConditions.is_array()
+                                                       ? previousConditions
+                                                       : nlohmann::json::array()}}}};
+  setCondition(obj, "Authenticated", authenticated, authReason, authMessage, now);
+  setCondition(obj, "Connected", connected, connReason, connMessage, now);
+  setCondition(obj, "VirtualNodeReady", false, vnodeReason, vnodeMessage, now);
+  setCondition(obj, "TunnelUp", false, "TunnelNotConfigured", "no tunnel configured", now);
+  return obj["status"];
 }
 
 }  // namespace strait::peering

@@ -45,6 +45,21 @@ bool setCondition(nlohmann::json& fc, const std::string& type, bool status,
 std::string conditionStatus(const nlohmann::json& fc, const std::string& type);
 std::string conditionMessage(const nlohmann::json& fc, const std::string& type);
 
+// Merge-patches `status` into the ForeignCluster's status subresource. A missing object is
+// not an error (it was deleted meanwhile); other failures are logged, not returned (the next
+// pass writes again).
+void patchForeignClusterStatus(kube::Client& client, const std::string& name,
+                               const nlohmann::json& status);
+
+// The four conditions, with `connected` as given, for a status patch (a merge patch replaces
+// the whole list, so every write carries all four). `extra` fields are added to the result.
+nlohmann::json peeringConditions(bool authenticated, const std::string& authReason,
+                                 const std::string& authMessage, bool connected,
+                                 const std::string& connReason, const std::string& connMessage,
+                                 const std::string& vnodeReason, const std::string& vnodeMessage,
+                                 const nlohmann::json& previousConditions,
+                                 std::chrono::system_clock::time_point now);
+
 // RFC 3339 UTC with seconds.
 std::string rfc3339(std::chrono::system_clock::time_point t);
 

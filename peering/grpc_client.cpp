@@ -17,50 +17,42 @@ class GrpcClient final : public RpcClient {
 
   kube::Status join(const v1::JoinRequest& req, v1::JoinResponse* resp,
                     std::chrono::milliseconds timeout) override {
-    grpc::ClientContext ctx;
-    deadline(ctx, timeout);
-    return fromGrpc(peering_->Join(&ctx, req, resp));
+    return call(*peering_, &v1::Peering::Stub::Join, req, resp, timeout);
   }
   kube::Status renewCertificate(const v1::RenewRequest& req, v1::RenewResponse* resp,
-                                std::chrono::milliseconds timeout) override {
-    grpc::ClientContext ctx;
-    deadline(ctx, timeout);
-    return fromGrpc(peering_->RenewCertificate(&ctx, req, resp));
+                    std::chrono::milliseconds timeout) override {
+    return call(*peering_, &v1::Peering::Stub::RenewCertificate, req, resp, timeout);
   }
   kube::Status heartbeat(const v1::HeartbeatRequest& req, v1::HeartbeatResponse* resp,
-                         std::chrono::milliseconds timeout) override {
-    grpc::ClientContext ctx;
-    deadline(ctx, timeout);
-    return fromGrpc(peering_->Heartbeat(&ctx, req, resp));
+                    std::chrono::milliseconds timeout) override {
+    return call(*peering_, &v1::Peering::Stub::Heartbeat, req, resp, timeout);
   }
   kube::Status unpeer(const v1::UnpeerRequest& req, v1::UnpeerResponse* resp,
-                      std::chrono::milliseconds timeout) override {
-    grpc::ClientContext ctx;
-    deadline(ctx, timeout);
-    return fromGrpc(peering_->Unpeer(&ctx, req, resp));
+                    std::chrono::milliseconds timeout) override {
+    return call(*peering_, &v1::Peering::Stub::Unpeer, req, resp, timeout);
   }
   kube::Status applyObject(const v1::ObjectRequest& req, v1::ObjectResponse* resp,
-                           std::chrono::milliseconds timeout) override {
-    grpc::ClientContext ctx;
-    deadline(ctx, timeout);
-    return fromGrpc(reflection_->ApplyObject(&ctx, req, resp));
+                    std::chrono::milliseconds timeout) override {
+    return call(*reflection_, &v1::Reflection::Stub::ApplyObject, req, resp, timeout);
   }
   kube::Status getObject(const v1::ObjectRequest& req, v1::ObjectResponse* resp,
-                         std::chrono::milliseconds timeout) override {
-    grpc::ClientContext ctx;
-    deadline(ctx, timeout);
-    return fromGrpc(reflection_->GetObject(&ctx, req, resp));
+                    std::chrono::milliseconds timeout) override {
+    return call(*reflection_, &v1::Reflection::Stub::GetObject, req, resp, timeout);
   }
   kube::Status deleteObject(const v1::ObjectRequest& req, v1::ObjectResponse* resp,
-                            std::chrono::milliseconds timeout) override {
-    grpc::ClientContext ctx;
-    deadline(ctx, timeout);
-    return fromGrpc(reflection_->DeleteObject(&ctx, req, resp));
+                    std::chrono::milliseconds timeout) override {
+    return call(*reflection_, &v1::Reflection::Stub::DeleteObject, req, resp, timeout);
   }
 
  private:
-  static void deadline(grpc::ClientContext& ctx, std::chrono::milliseconds timeout) {
+  // One unary call with a deadline; the gRPC status becomes a kube::Status.
+  template <class Stub, class Req, class Resp>
+  static kube::Status call(Stub& stub,
+                           grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
+                           const Req& req, Resp* resp, std::chrono::milliseconds timeout) {
+    grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+    return fromGrpc((stub.*method)(&ctx, req, resp));
   }
   std::unique_ptr<v1::Peering::Stub> peering_;
   std::unique_ptr<v1::Reflection::Stub> reflection_;

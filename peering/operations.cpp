@@ -296,9 +296,25 @@ kube::Result<std::vector<std::string>> unpeer(kube::Client& consumer, const Unpe
         lines.push_back("could not leave a revocation record on the provider: " +
                         r.error().message);
       }
+    } else if (cred.ok()) {
+      // No access to the provider's API: keep the credential in a pending-revocation record;
+      // the consumer agent delivers the Unpeer call when the provider agent answers again.
+      json record = *cred;
+      record["metadata"] = {{"name", "strait-revocation-" + providerId},
+                            {"namespace", kSys},
+                            {"labels",
+                             {{std::string(kLabelManagedBy), std::string(kManagedByValue)},
+                              {std::string(kLabelComponent), "revocation-pending"}}}};
+      kube::Result<json> r = consumer.create(kube::resources::kSecrets, kSys, record);
+      if (r.ok() || r.code() == Code::AlreadyExists) {
+        lines.push_back("left pending revocation strait-system/strait-revocation-" + providerId +
+                        ": the consumer agent tells the provider agent when it answers again");
+      } else {
+        lines.push_back("could not record the pending revocation: " + r.error().message);
+      }
     } else {
-      lines.push_back("the provider keeps its side until `strait unpeer --force "
-                      "--remote-kubeconfig PROVIDER` reaches its API server");
+      lines.push_back("no credential left to tell the provider with; its side stays until "
+                      "`strait unpeer --force --remote-kubeconfig PROVIDER`");
     }
   }
 

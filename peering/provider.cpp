@@ -54,6 +54,15 @@ const std::map<std::string, kube::ResourceRef>& reflectedKinds() {
   return kinds;
 }
 
+// Status conditions of a consumer's ForeignCluster on the provider.
+json providerConditions(bool connected, const std::string& reason, const std::string& message,
+                        const json& previous, std::chrono::system_clock::time_point now) {
+  return peeringConditions(true, "CertificateIssued",
+                           "client certificate signed by this cluster's CA", connected, reason,
+                           message, "OnConsumerSide",
+                           "the virtual node lives in the consumer cluster", previous, now);
+}
+
 }  // namespace
 
 ProviderService::ProviderService(const ClusterIdentity& identity, kube::Client& client,
@@ -171,32 +180,19 @@ kube::Result<std::string> ProviderService::upsertForeignCluster(const std::strin
     }()
                                                : client_.create(kForeignClusters, "", fc);
     if (!written.ok()) return written.error();
-    json status = written->value("status", json::object());
-    json obj = {{"status", status}};
     auto now = std::chrono::system_clock::now();
-    setCondition(obj, "Authenticated", true, "CertificateIssued",
-                 "client certificate signed by this cluster's CA", now);
-    setCondition(obj, "Connected", true, "Joined", "consumer joined", now);
-    setCondition(obj, "VirtualNodeReady", false, "OnConsumerSide",
-                 "the virtual node lives in the consumer cluster", now);
-    setCondition(obj, "TunnelUp", false, "TunnelNotConfigured", "no tunnel configured", now);
-    obj["status"]["granted"] = toJson(granted);
-    obj["status"]["lastHeartbeatTime"] = rfc3339(now);
-    patchStatus(name, obj["status"]);
+    json status = providerConditions(true, "Joined", "consumer joined",
+                                     written->value("/status/conditions"_json_pointer, json()), now);
+    status["granted"] = toJson(granted);
+    status["lastHeartbeatTime"] = rfc3339(now);
+    patchStatus(name, status);
     return name;
   }
   return makeError(Code::Conflict, "ForeignCluster name for " + consumerName + " is taken");
 }
 
 void ProviderService::patchStatus(const std::string& fcName, const json& status) {
-  kube::WriteOptions wo;
-  wo.subresource = "status";
-  kube::Result<json> r = client_.patch(kForeignClusters, "", fcName, kube::PatchType::Merge,
-                                       json{{"status", status}}, wo);
-  if (!r.ok() && r.code() != Code::NotFound) {
-    spdlog::warn("event=foreigncluster_status_failed name={} error=\"{}\"", fcName,
-                 r.error().message);
-  }
+  patchForeignClusterStatus(client_, fcName, status);
 }
 
 kube::Status ProviderService::join(const Caller& caller, const v1::JoinRequest& req,
@@ -324,18 +320,12 @@ kube::Status ProviderService::heartbeat(const Caller& caller, const v1::Heartbea
   toProto(c.granted, resp->mutable_granted());
   toProto(used, resp->mutable_used());
   if (writeStatus) {
-    json obj = {{"status", json::object()}};
-    setCondition(obj, "Connected", true, "HeartbeatReceived", "consumer agent is reachable", now);
-    obj["status"]["granted"] = toJson(c.granted);
-    obj["status"]["used"] = toJson(used);
-    obj["status"]["lastHeartbeatTime"] = rfc3339(now);
-    // Merge-patching conditions replaces the list: send all four.
-    setCondition(obj, "Authenticated", true, "CertificateIssued",
-                 "client certificate signed by this cluster's CA", now);
-    setCondition(obj, "VirtualNodeReady", false, "OnConsumerSide",
-                 "the virtual node lives in the consumer cluster", now);
-    setCondition(obj, "TunnelUp", false, "TunnelNotConfigured", "no tunnel configured", now);
-    patchStatus(c.fcName, obj["status"]);
+    json status = providerConditions(true, "HeartbeatReceived", "consumer agent is reachable",
+                                     json(), now);
+    status["granted"] = toJson(c.granted);
+    status["used"] = toJson(used);
+    status["lastHeartbeatTime"] = rfc3339(now);
+    patchStatus(c.fcName, status);
   }
   return kube::Status::OK();
 }
@@ -418,15 +408,8 @@ void ProviderService::tick(std::chrono::system_clock::time_point now) {
   }
   for (const auto& [id, fcName] : lost) {
     spdlog::warn("event=consumer_lost consumer={}", id);
-    json obj = {{"status", json::object()}};
-    setCondition(obj, "Connected", false, "HeartbeatMissed",
-                 "no heartbeat from the consumer agent", now);
-    setCondition(obj, "Authenticated", true, "CertificateIssued",
-                 "client certificate signed by this cluster's CA", now);
-    setCondition(obj, "VirtualNodeReady", false, "OnConsumerSide",
-                 "the virtual node lives in the consumer cluster", now);
-    setCondition(obj, "TunnelUp", false, "TunnelNotConfigured", "no tunnel configured", now);
-    patchStatus(fcName, obj["status"]);
+    patchStatus(fcName, providerConditions(false, "HeartbeatMissed",
+                                           "no heartbeat from the consumer agent", json(), now));
   }
   // Expired token records (used ones are kept until then, so that reuse says "already used").
   kube::ListOptions tokSel;

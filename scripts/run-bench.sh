@@ -29,5 +29,10 @@ echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, load average: $(cut -d' ' -f
 status=0
 "$BENCH" --strait "$STRAIT" "${extra[@]}" || status=1
 "$BENCH" --strait "$STRAIT" --durable "${extra[@]}" || status=1
+if [ -x "$BUILD/bench/peering_bench" ]; then
+  peering_extra=()
+  if [ "${BENCH_JSON:-0}" = 1 ]; then peering_extra+=(--json); fi
+  "$BUILD/bench/peering_bench" --strait "$STRAIT" "${peering_extra[@]}" || status=1
+fi
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 exit $status

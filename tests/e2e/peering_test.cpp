@@ -224,6 +224,28 @@ TEST_F(PeeringTest, ForceUnpeerWithProviderAgentDownThenProviderCleansUp) {
   expectNothingLeft();
 }
 
+TEST_F(PeeringTest, ForceUnpeerByNameIsDeliveredWhenTheProviderAgentReturns) {
+  ASSERT_EQ(peerInBand().exitCode, 0);
+  providerAgent().kill();
+  CommandResult forced = strait({"unpeer", "--kubeconfig", consumer().kubeconfig(),
+                                 "--remote-name", "provider", "--force", "--timeout", "20s"});
+  ASSERT_EQ(forced.exitCode, 0) << forced.describe();
+  EXPECT_NE(forced.out.find("pending revocation"), std::string::npos) << forced.out;
+  EXPECT_TRUE(labelledObjects(consumer()).empty());
+  EXPECT_FALSE(labelledObjects(provider()).empty());
+  ASSERT_EQ(providerAgent().restart(), "");  // same port: the recorded endpoint still works
+  expectNothingLeft();
+  // The pending record itself is gone once delivered.
+  EXPECT_TRUE(waitFor(
+      [&] {
+        CommandResult r = kubectlOn(consumer(), {"get", "secrets", "-n", "strait-system", "-l",
+                                                 "strait.io/component=revocation-pending",
+                                                 "-o", "name"});
+        return r.exitCode == 0 && r.out.empty();
+      },
+      30s));
+}
+
 TEST_F(PeeringTest, ConsumerIdentityActsOnlyInItsTenantNamespace) {
   ASSERT_EQ(peerInBand().exitCode, 0);
   auto cred = credential();
@@ -279,8 +301,9 @@ TEST_F(PeeringTest, IdentityIsKeptAcrossRestarts) {
   EXPECT_EQ(agentClusterId(provider()), before);
 }
 
-// Runs last in the suite (gtest keeps declaration order): everything the agents logged so
-// far, with every token and key the tests used.
+// Peers with a token, then searches everything both agents logged (in this process: the
+// whole suite when run together, this test alone under ctest) for the token, its secret and
+// the consumer's private key.
 TEST_F(PeeringTest, TokensAndKeysNeverAppearInLogs) {
   std::string t = token();
   CommandResult p = strait({"peer", "--kubeconfig", consumer().kubeconfig(), "--token", t});
