@@ -482,6 +482,9 @@ kube::Status ProviderService::applyObject(const Caller& caller, const v1::Object
     }
   }
   kube::Result<json> cur = client_.get(*ref, req.namespace_(), req.name());
+  if (req.kind() == "Pod" && !cur.ok()) {
+    if (kube::Status s = checkGrant(caller.clusterId, obj); !s.ok()) return s;
+  }
   kube::Result<json> out = json();
   if (cur.ok()) {
     obj["metadata"]["resourceVersion"] = (*cur)["metadata"]["resourceVersion"];
@@ -493,6 +496,37 @@ kube::Status ProviderService::applyObject(const Caller& caller, const v1::Object
   }
   if (!out.ok()) return out.error();
   resp->set_json(out->dump());
+  return kube::Status::OK();
+}
+
+kube::Status ProviderService::checkGrant(const std::string& consumerId, const json& pod) {
+  ResourceMap granted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = consumers_.find(consumerId);
+    if (it == consumers_.end()) return makeError(Code::Forbidden, "peering revoked");
+    granted = it->second.granted;
+  }
+  kube::ListOptions opts;
+  opts.labelSelector = ownershipSelector(consumerId);
+  kube::Result<json> pods = client_.list(kube::resources::kPods, "", opts);
+  if (!pods.ok()) return pods.error();
+  ResourceMap used = podRequests(pods->value("items", json::array()));
+  ResourceMap asked = podRequests(json::array({pod}));
+  for (const auto& [name, q] : asked) {
+    if (q.isZero()) continue;
+    auto g = granted.find(name);
+    kube::Quantity grant = g == granted.end() ? kube::Quantity() : g->second;
+    kube::Quantity inUse = used.count(name) ? used[name] : kube::Quantity();
+    kube::Result<kube::Quantity> total = inUse.add(q);
+    if (!total.ok() || grant < *total) {
+      spdlog::warn("event=pod_refused consumer={} resource={} asked={} used={} granted={}",
+                   consumerId, name, q.toString(), inUse.toString(), grant.toString());
+      return makeError(Code::Forbidden, "pod exceeds the grant: " + name + " requested " +
+                                            q.toString() + ", in use " + inUse.toString() +
+                                            ", granted " + grant.toString());
+    }
+  }
   return kube::Status::OK();
 }
 

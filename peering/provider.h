@@ -84,6 +84,9 @@ class ProviderService final : public PeeringHandler {
                                                  const ResourceMap& granted,
                                                  const std::string& endpoint);
   void patchStatus(const std::string& fcName, const nlohmann::json& status);
+  // Forbidden (saying which resource and by how much) if creating `pod` would take the
+  // consumer's pods past its grant.
+  kube::Status checkGrant(const std::string& consumerId, const nlohmann::json& pod);
   kube::Result<kube::ResourceRef> objectResource(const Caller& caller,
                                                  const v1::ObjectRequest& req);
 

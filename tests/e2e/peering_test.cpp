@@ -284,6 +284,25 @@ TEST_F(PeeringTest, ConsumerIdentityActsOnlyInItsTenantNamespace) {
   v1::ObjectRequest node = request("strait-tenant-" + consumerId, "n");
   node.set_kind("Node");
   EXPECT_EQ((*rpc)->applyObject(node, &resp, 10s).code(), kube::Code::Forbidden);
+  // Pods beyond the grant (cpu=2 here) are refused with a reason that reaches the caller.
+  auto pod = [&](const std::string& name, const std::string& cpu) {
+    v1::ObjectRequest r = request("strait-tenant-" + consumerId, name);
+    r.set_kind("Pod");
+    r.set_json(json{{"spec",
+                     {{"containers",
+                       {{{"name", "c"},
+                         {"image", "busybox"},
+                         {"resources", {{"requests", {{"cpu", cpu}}}}}}}}}}}
+                   .dump());
+    return r;
+  };
+  kube::Status fits = (*rpc)->applyObject(pod("p1", "1500m"), &resp, 10s);
+  ASSERT_TRUE(fits.ok()) << fits.error().message;
+  kube::Status beyond = (*rpc)->applyObject(pod("p2", "1"), &resp, 10s);
+  ASSERT_EQ(beyond.code(), kube::Code::Forbidden);
+  EXPECT_NE(beyond.error().message.find("exceeds the grant: cpu requested 1, in use 1500m, granted 2"),
+            std::string::npos)
+      << beyond.error().message;
   // A certificate for the same name from another CA (the consumer's own) gets no connection.
   auto otherCa = kube::makeCa("not-the-provider");
   auto forged = kube::issueCert(*otherCa, consumerId, {"strait:consumers"}, {}, {}, false);
