@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <fstream>
+#include <sstream>
 #include <chrono>
 #include <thread>
 
@@ -27,7 +29,67 @@ struct MiniclusterFlags {
   std::string logLevel = "info";
   size_t watchHistory = 100000;
   std::string tokenAuthFile;
+  // Simulated data plane.
+  int nodes = 0;
+  std::string nodeCpu = "4", nodeMemory = "8Gi", nodePods = "110", nodeEphemeral = "100Gi";
+  std::string nodePools;
+  std::string podCidr = "10.244.0.0/16";
+  int nodeCidrMaskSize = 24;
+  std::string podStartLatency = "500ms";
+  std::string nodeMonitorGracePeriod = "40s";
+  int64_t defaultTolerationSeconds = 300;
+  bool noScheduler = false;
 };
+
+// Fills the simulation options from the flags; logs and returns false on a bad value.
+bool simulationFromFlags(const MiniclusterFlags& f, minicluster::SimulationOptions& sim) {
+  auto bad = [](const std::string& flag, const std::string& msg) {
+    spdlog::error("event=bad_flag flag={} error=\"{}\"", flag, msg);
+    return false;
+  };
+  if (f.nodes > 0) {
+    auto pool = minicluster::poolFromFlags(f.nodes, f.nodeCpu, f.nodeMemory, f.nodePods,
+                                           f.nodeEphemeral);
+    if (!pool) return bad("--nodes", pool.error().message);
+    sim.pools.push_back(std::move(*pool));
+  }
+  if (!f.nodePools.empty()) {
+    std::ifstream in(f.nodePools);
+    if (!in) return bad("--node-pools", "cannot read " + f.nodePools);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto pools = minicluster::parseNodePools(ss.str(), f.nodePools);
+    if (!pools) return bad("--node-pools", pools.error().message);
+    for (auto& p : *pools) {
+      for (const auto& q : sim.pools) {
+        if (q.namePrefix == p.namePrefix) {
+          return bad("--node-pools", "pool name \"" + p.namePrefix + "\" clashes with --nodes");
+        }
+      }
+      sim.pools.push_back(std::move(p));
+    }
+  }
+  int total = 0;
+  for (const auto& p : sim.pools) total += p.count;
+  auto cidrs = minicluster::splitPodCidr(f.podCidr, f.nodeCidrMaskSize, total);
+  if (!cidrs) return bad("--pod-cidr", cidrs.error().message);
+  sim.podCidr = f.podCidr;
+  sim.nodeCidrMaskSize = f.nodeCidrMaskSize;
+  auto latency = minicluster::parseDuration(f.podStartLatency);
+  if (!latency) return bad("--pod-start-latency", latency.error().message);
+  sim.podStartLatency = *latency;
+  auto grace = minicluster::parseDuration(f.nodeMonitorGracePeriod);
+  if (!grace || grace->count() <= 0) {
+    return bad("--node-monitor-grace-period", "expected a positive duration such as 40s");
+  }
+  sim.nodeMonitorGracePeriod = *grace;
+  if (f.defaultTolerationSeconds < 0) {
+    return bad("--default-toleration-seconds", "must be >= 0");
+  }
+  sim.defaultTolerationSeconds = f.defaultTolerationSeconds;
+  sim.runScheduler = !f.noScheduler;
+  return true;
+}
 
 int runMinicluster(const MiniclusterFlags& f) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("strait"));
@@ -55,6 +117,7 @@ int runMinicluster(const MiniclusterFlags& f) {
   o.maxBodyBytes = f.maxBodyBytes;
   o.historyLimit = f.watchHistory;
   if (!f.tokenAuthFile.empty()) o.tokenAuthFile = f.tokenAuthFile;
+  if (!simulationFromFlags(f, o.simulation)) return 2;
 
   struct sigaction sa {};
   sa.sa_handler = onSignal;
@@ -101,6 +164,34 @@ void addMiniclusterCommand(CLI::App& app) {
   sub->add_option("--log-level", flags->logLevel, "trace, debug, info, warn, error")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  sub->add_option("--nodes", flags->nodes, "number of simulated nodes (node-0, node-1, ...)")
+      ->capture_default_str();
+  sub->add_option("--node-cpu", flags->nodeCpu, "CPU capacity of each --nodes node")
+      ->capture_default_str();
+  sub->add_option("--node-memory", flags->nodeMemory, "memory capacity of each --nodes node")
+      ->capture_default_str();
+  sub->add_option("--node-pods", flags->nodePods, "pod capacity of each --nodes node")
+      ->capture_default_str();
+  sub->add_option("--node-ephemeral-storage", flags->nodeEphemeral,
+                  "ephemeral-storage capacity of each --nodes node")
+      ->capture_default_str();
+  sub->add_option("--node-pools", flags->nodePools,
+                  "YAML file of node pools (name, count, capacity, labels, taints)");
+  sub->add_option("--pod-cidr", flags->podCidr, "cluster pod CIDR, split into one range per node")
+      ->capture_default_str();
+  sub->add_option("--node-cidr-mask-size", flags->nodeCidrMaskSize,
+                  "prefix length of each node's podCIDR")
+      ->capture_default_str();
+  sub->add_option("--pod-start-latency", flags->podStartLatency,
+                  "time from binding to Running on a simulated node")
+      ->capture_default_str();
+  sub->add_option("--node-monitor-grace-period", flags->nodeMonitorGracePeriod,
+                  "time without heartbeats before a node's conditions go Unknown")
+      ->capture_default_str();
+  sub->add_option("--default-toleration-seconds", flags->defaultTolerationSeconds,
+                  "tolerationSeconds of the not-ready/unreachable tolerations added to pods")
+      ->capture_default_str();
+  sub->add_flag("--no-scheduler", flags->noScheduler, "do not run the built-in scheduler");
   sub->callback([flags] { setExitCode(runMinicluster(*flags)); });
 }
 

@@ -1,4 +1,5 @@
 #include "minicluster/api_handler.h"
+#include "minicluster/binding.h"
 
 #include <spdlog/spdlog.h>
 
@@ -856,34 +857,7 @@ void ApiHandler::handleBinding(const HttpRequest& req, Responder& out, const Res
                                                         "\" is invalid: target.name: Required "
                                                         "value"));
   }
-  auto r = rest_.mutate(pods, ns, name, "binding", [&](json& pod) -> kube::Status {
-    std::string current = pod["spec"].value("nodeName", "");
-    if (!current.empty()) {
-      return makeError(Code::Conflict, "Operation cannot be fulfilled on pods/binding \"" + name +
-                                           "\": pod " + name + " is already assigned to node \"" +
-                                           current + "\"");
-    }
-    if (pod["metadata"].contains("deletionTimestamp")) {
-      return makeError(Code::Conflict, "pod " + name + " is being deleted, cannot be assigned "
-                                                       "to a host");
-    }
-    pod["spec"]["nodeName"] = node;
-    json& conds = pod["status"]["conditions"];
-    if (!conds.is_array()) conds = json::array();
-    json cond = {{"type", "PodScheduled"},
-                 {"status", "True"},
-                 {"lastProbeTime", nullptr},
-                 {"lastTransitionTime", kube::rfc3339Now()}};
-    bool replaced = false;
-    for (auto& c : conds) {
-      if (c.value("type", "") == "PodScheduled") {
-        c = cond;
-        replaced = true;
-      }
-    }
-    if (!replaced) conds.push_back(cond);
-    return kube::Status::OK();
-  });
+  auto r = bindPod(rest_, pods, ns, name, node);
   if (!r) return replyError(out, r.error(), name, &pods);
   json s = {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()},
             {"status", "Success"}, {"code", 201}};

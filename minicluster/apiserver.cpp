@@ -16,6 +16,10 @@
 #include "minicluster/registry.h"
 #include "minicluster/rest.h"
 #include "minicluster/store.h"
+#include "minicluster/kubelet_sim.h"
+#include "minicluster/node_lifecycle.h"
+#include "minicluster/scheduler.h"
+#include "minicluster/strategy.h"
 
 namespace strait::minicluster {
 using kube::KeyPair;
@@ -112,6 +116,7 @@ class ApiServerImpl : public ApiServer {
     if (!admin) return admin.error();
     admin_ = *admin;
 
+    setDefaultTolerationSeconds(opts_.simulation.defaultTolerationSeconds);
     registry_ = std::make_unique<Registry>();
     rest_ = std::make_unique<Rest>(*store_, *registry_);
     loadCustomResources();
@@ -138,6 +143,7 @@ class ApiServerImpl : public ApiServer {
 
     controllers_ = newControllers(*store_, *registry_, *rest_);
     controllers_->start();
+    if (auto s = startSimulation(serving->certPem, serving->keyPem); !s) return s;
 
     if (opts_.kubeconfigOut) {
       std::string host = opts_.listenHost == "0.0.0.0" ? "127.0.0.1" : opts_.listenHost;
@@ -156,6 +162,10 @@ class ApiServerImpl : public ApiServer {
     if (stopped_) return;
     stopped_ = true;
     if (handler_) handler_->shutdown();
+    if (scheduler_) scheduler_->stop();
+    if (taintEviction_) taintEviction_->stop();
+    if (nodeLifecycle_) nodeLifecycle_->stop();
+    if (kubelets_) kubelets_->stop();
     if (controllers_) controllers_->stop();
     if (http_) http_->stop();
   }
@@ -171,6 +181,27 @@ class ApiServerImpl : public ApiServer {
   Store& store() override { return *store_; }
 
  private:
+  // Scheduler, simulated kubelets (and their HTTPS API), node lifecycle controllers.
+  kube::Status startSimulation(const std::string& certPem, const std::string& keyPem) {
+    const SimulationOptions& sim = opts_.simulation;
+    (void)certPem;
+    (void)keyPem;
+    kubelets_ = newSimulatedKubelets(*store_, *registry_, *rest_, sim);
+    if (auto s = kubelets_->start(0); !s) return s;
+    NodeLifecycleOptions lo;
+    lo.gracePeriod = sim.nodeMonitorGracePeriod;
+    lo.monitorPeriod = sim.nodeMonitorPeriod;
+    nodeLifecycle_ = newNodeLifecycleController(*store_, *registry_, *rest_, lo);
+    nodeLifecycle_->start();
+    taintEviction_ = newTaintEvictionController(*store_, *registry_, *rest_);
+    taintEviction_->start();
+    if (sim.runScheduler) {
+      scheduler_ = newScheduler(*store_, *registry_, *rest_);
+      scheduler_->start();
+    }
+    return kube::Status::OK();
+  }
+
   void loadCustomResources() {
     auto crds = store_->list("/apiextensions.k8s.io/customresourcedefinitions/");
     for (const auto& o : crds.items) {
@@ -201,6 +232,9 @@ class ApiServerImpl : public ApiServer {
   std::unique_ptr<TokenAuthHandler> tokenAuth_;
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<Controllers> controllers_;
+  std::unique_ptr<SimulatedKubelets> kubelets_;
+  std::unique_ptr<NodeLifecycleController> nodeLifecycle_, taintEviction_;
+  std::unique_ptr<Scheduler> scheduler_;
   KeyPair ca_, admin_;
   bool stopped_ = false;
 };

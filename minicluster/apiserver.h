@@ -12,6 +12,7 @@
 #include <string>
 
 #include "kube/status.h"
+#include "minicluster/simulation.h"
 
 namespace strait::minicluster {
 
@@ -27,6 +28,8 @@ struct ApiServerOptions {
   size_t historyLimit = 100000;         // watch history kept before compaction
   // CSV token,user,uid,"groups" for static bearer-token auth (tests of token clients).
   std::optional<std::string> tokenAuthFile;
+  // Scheduler, simulated nodes and their kubelet API, node lifecycle controller.
+  SimulationOptions simulation;
 };
 
 class ApiServer {

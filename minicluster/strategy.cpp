@@ -1,5 +1,7 @@
 #include "minicluster/strategy.h"
 
+#include <atomic>
+
 #include <algorithm>
 #include <random>
 #include <set>
@@ -54,7 +56,10 @@ void defaultPodSpec(json& spec) {
   }
 }
 
-// The DefaultTolerationSeconds admission plugin: tolerate not-ready/unreachable for 300 s.
+std::atomic<int64_t> g_defaultTolerationSeconds{300};
+
+// The DefaultTolerationSeconds admission plugin: tolerate not-ready/unreachable for 300 s
+// (setDefaultTolerationSeconds changes the 300).
 void addDefaultTolerations(json& spec) {
   if (!spec.is_object()) return;
   json& tols = spec["tolerations"];
@@ -68,7 +73,7 @@ void addDefaultTolerations(json& spec) {
       tols.push_back({{"key", key},
                       {"operator", "Exists"},
                       {"effect", "NoExecute"},
-                      {"tolerationSeconds", 300}});
+                      {"tolerationSeconds", g_defaultTolerationSeconds.load()}});
     }
   }
 }
@@ -138,6 +143,8 @@ json specPart(const json& obj) {
 std::string kindLabel(const ResourceInfo& info) { return info.kind; }
 
 }  // namespace
+
+void setDefaultTolerationSeconds(int64_t seconds) { g_defaultTolerationSeconds = seconds; }
 
 bool hasStatusSubresource(const ResourceInfo& info) {
   return std::find(info.subresources.begin(), info.subresources.end(), "status") !=

@@ -3,6 +3,7 @@
 // reset on create, which parts of an object a main-resource or status write may change,
 // generation bumps, and validation. Pure functions of JSON; unit-testable without a server.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,11 @@ kube::Status validateObject(const ResourceInfo& info, const nlohmann::json& obj,
 
 // Fields of `obj` the server does not know (for fieldValidation), as dotted paths.
 std::vector<std::string> unknownFields(const ResourceInfo& info, const nlohmann::json& obj);
+
+// The tolerationSeconds the DefaultTolerationSeconds admission step gives new pods for the
+// node.kubernetes.io/not-ready and unreachable NoExecute taints (default 300). Process-wide;
+// set it before serving (`--default-toleration-seconds`). Thread-safe.
+void setDefaultTolerationSeconds(int64_t seconds);
 
 // Pod QoS class from requests and limits: Guaranteed, Burstable or BestEffort.
 std::string podQosClass(const nlohmann::json& pod);
