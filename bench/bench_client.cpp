@@ -148,7 +148,8 @@ std::optional<ClusterAccess> loadKubeconfig(const std::string& path, std::string
 std::optional<ClusterAccess> ServerProcess::start(const std::string& straitPath,
                                                   const std::string& workDir, bool durable,
                                                   std::chrono::milliseconds deadline,
-                                                  std::string* error) {
+                                                  std::string* error,
+                                                  const std::vector<std::string>& extraArgs) {
   const std::string kubeconfig = workDir + "/kubeconfig";
   std::vector<std::string> args = {straitPath,     "minicluster",  "--name",
                                    "bench",        "--listen",     "127.0.0.1:0",
@@ -159,6 +160,7 @@ std::optional<ClusterAccess> ServerProcess::start(const std::string& straitPath,
     args.push_back("--data-dir");
     args.push_back(dataDir);
   }
+  args.insert(args.end(), extraArgs.begin(), extraArgs.end());
   std::vector<char*> argv;
   for (auto& a : args) {
     argv.push_back(a.data());

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace strait::bench {
 
@@ -45,7 +46,8 @@ class ServerProcess {
   // set (including the server's stderr). May be called once.
   std::optional<ClusterAccess> start(const std::string& straitPath, const std::string& workDir,
                                      bool durable, std::chrono::milliseconds deadline,
-                                     std::string* error);
+                                     std::string* error,
+                                     const std::vector<std::string>& extraArgs = {});
   // SIGTERM, then SIGKILL after `grace`. Idempotent.
   void stop(std::chrono::milliseconds grace = std::chrono::seconds(10));
   pid_t pid() const { return pid_; }

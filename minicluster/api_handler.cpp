@@ -536,19 +536,14 @@ void ApiHandler::handleResource(const HttpRequest& req, Responder& out, const Re
   // Subresources with their own representation.
   if (sub == "scale") return handleScale(req, out, info, ns, name);
   if (sub == "binding") return handleBinding(req, out, info, ns, name);
-  if (sub == "log" || sub == "exec" || sub == "attach" || sub == "portforward" ||
-      sub == "proxy") {
+  if (sub == "log" || sub == "exec" || sub == "attach") {
+    return servePodStream(req, out, rest_, registry_, info, ns, name, sub, kubeletClient_);
+  }
+  if (sub == "portforward" || sub == "proxy") {
     auto pod = rest_.get(info, ns, name);
     if (!pod) return replyError(out, pod.error(), name, &info);
-    json p = json::parse((*pod)->json);
-    std::string node = p["spec"].value("nodeName", "");
-    if (node.empty()) {
-      return replyError(out, makeError(Code::BadRequest,
-                                       "pod " + name + " does not have a host assigned"));
-    }
     return replyError(out, makeError(Code::Unavailable,
-                                     "pods/" + sub + " needs the kubelet of node \"" + node +
-                                         "\", and this minicluster runs no kubelets yet"));
+                                     "pods/" + sub + " is not served by this minicluster"));
   }
   if (sub == "eviction") {
     if (method != "POST") {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "minicluster/http_server.h"
+#include "minicluster/pod_proxy.h"
 #include "minicluster/registry.h"
 #include "minicluster/rest.h"
 #include "minicluster/store.h"
@@ -21,6 +22,8 @@ class ApiHandler : public Handler {
   void handle(const HttpRequest& req, Responder& out) override;
   // Ends running watches (on shutdown).
   void shutdown() { stopping_ = true; }
+  // Credentials for pods/log, exec and attach towards kubelets. Call before serving.
+  void setKubeletClient(KubeletClientConfig c) { kubeletClient_ = std::move(c); }
 
  private:
   void dispatch(const HttpRequest& req, Responder& out);
@@ -41,6 +44,7 @@ class ApiHandler : public Handler {
   Registry& registry_;
   Rest& rest_;
   std::atomic<bool> stopping_{false};
+  KubeletClientConfig kubeletClient_;
 };
 
 // Status JSON body for an error (kind Status, reason, code, details.name/group/kind).

@@ -16,6 +16,7 @@
 #include "minicluster/registry.h"
 #include "minicluster/rest.h"
 #include "minicluster/store.h"
+#include "minicluster/kubelet_api.h"
 #include "minicluster/kubelet_sim.h"
 #include "minicluster/node_lifecycle.h"
 #include "minicluster/scheduler.h"
@@ -130,6 +131,10 @@ class ApiServerImpl : public ApiServer {
       tokenAuth_ = std::make_unique<TokenAuthHandler>(std::move(*tokens), *handler_);
       front = tokenAuth_.get();
     }
+    auto kubeletClient = issueCert(ca_, "kube-apiserver-kubelet-client", {"system:masters"}, {},
+                                   {}, false);
+    if (!kubeletClient) return kubeletClient.error();
+    handler_->setKubeletClient({ca_.certPem, kubeletClient->certPem, kubeletClient->keyPem});
     HttpServerOptions ho;
     ho.listenHost = opts_.listenHost;
     ho.listenPort = opts_.listenPort;
@@ -143,7 +148,7 @@ class ApiServerImpl : public ApiServer {
 
     controllers_ = newControllers(*store_, *registry_, *rest_);
     controllers_->start();
-    if (auto s = startSimulation(serving->certPem, serving->keyPem); !s) return s;
+    if (auto s = startSimulation(); !s) return s;
 
     if (opts_.kubeconfigOut) {
       std::string host = opts_.listenHost == "0.0.0.0" ? "127.0.0.1" : opts_.listenHost;
@@ -165,6 +170,7 @@ class ApiServerImpl : public ApiServer {
     if (scheduler_) scheduler_->stop();
     if (taintEviction_) taintEviction_->stop();
     if (nodeLifecycle_) nodeLifecycle_->stop();
+    if (kubeletHttp_) kubeletHttp_->stop();
     if (kubelets_) kubelets_->stop();
     if (controllers_) controllers_->stop();
     if (http_) http_->stop();
@@ -182,12 +188,26 @@ class ApiServerImpl : public ApiServer {
 
  private:
   // Scheduler, simulated kubelets (and their HTTPS API), node lifecycle controllers.
-  kube::Status startSimulation(const std::string& certPem, const std::string& keyPem) {
+  kube::Status startSimulation() {
     const SimulationOptions& sim = opts_.simulation;
-    (void)certPem;
-    (void)keyPem;
     kubelets_ = newSimulatedKubelets(*store_, *registry_, *rest_, sim);
-    if (auto s = kubelets_->start(0); !s) return s;
+    if (!sim.pools.empty()) {
+      // One HTTPS kubelet API for every simulated node (each Node names its port).
+      auto serving = issueCert(ca_, "strait-kubelet", {"system:nodes"}, {"localhost"},
+                               {"127.0.0.1"}, true);
+      if (!serving) return serving.error();
+      kubeletHandler_ = newKubeletApiHandler(*kubelets_, *registry_, *rest_);
+      HttpServerOptions ko;
+      ko.listenHost = "127.0.0.1";
+      ko.listenPort = 0;
+      ko.tls.certPem = serving->certPem;
+      ko.tls.keyPem = serving->keyPem;
+      ko.tls.clientCaPem = ca_.certPem;
+      ko.tls.requireClientCert = true;
+      kubeletHttp_ = newHttpServer(ko, *kubeletHandler_);
+      if (auto s = kubeletHttp_->start(); !s) return s;
+    }
+    if (auto s = kubelets_->start(kubeletHttp_ ? kubeletHttp_->port() : 0); !s) return s;
     NodeLifecycleOptions lo;
     lo.gracePeriod = sim.nodeMonitorGracePeriod;
     lo.monitorPeriod = sim.nodeMonitorPeriod;
@@ -233,6 +253,8 @@ class ApiServerImpl : public ApiServer {
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<Controllers> controllers_;
   std::unique_ptr<SimulatedKubelets> kubelets_;
+  std::unique_ptr<Handler> kubeletHandler_;
+  std::unique_ptr<HttpServer> kubeletHttp_;
   std::unique_ptr<NodeLifecycleController> nodeLifecycle_, taintEviction_;
   std::unique_ptr<Scheduler> scheduler_;
   KeyPair ca_, admin_;

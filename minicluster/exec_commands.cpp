@@ -212,7 +212,9 @@ std::optional<std::vector<Token>> lex(const std::string& s, const ExecContext& c
       flush();
       out.push_back({TokKind::Pipe, "|"});
     } else if (c == '>' || c == '<' || c == '&' || c == '`' || c == '(' || c == ')') {
-      error = std::string("Syntax error: \"") + c + "\" is not supported by this simulated shell";
+      error = "Syntax error: \"";
+      error += c;
+      error += "\" is not supported by this simulated shell";
       return std::nullopt;
     } else {
       word += c;

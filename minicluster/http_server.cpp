@@ -13,6 +13,7 @@
 // Only HTTP/1.1 is offered (ALPN "http/1.1"); HTTP/2 is never negotiated.
 
 #include "minicluster/http_server.h"
+#include "minicluster/http_upgrade.h"
 #include "kube/pki.h"
 
 #include <netinet/in.h>
@@ -226,8 +227,8 @@ class Connection final : public Responder {
   bool startStream(int status, std::map<std::string, std::string> headers) override;
   bool writeChunk(std::string_view data) override;
   bool clientGone() override;
-  // Future: `upgradeWebSocket(...)` would take over stream_ here (101 Switching Protocols),
-  // set state_ to Upgraded, and run() would end the HTTP loop after the handler returns.
+  std::unique_ptr<WebSocket> acceptWebSocket(const std::string& subprotocol) override;
+  kube::Status proxyUpgrade(const UpstreamTarget& upstream) override;
 
  private:
   enum class ReplyState { None, Responded, Streaming, Failed };
@@ -250,6 +251,7 @@ class Connection final : public Responder {
 
   // Per-request state.
   ReplyState state_ = ReplyState::None;
+  const detail::Request* current_ = nullptr;  // the request being handled
   bool keepAlive_ = true;
   bool isHead_ = false;
   int status_ = 0;
@@ -425,6 +427,7 @@ bool Connection::serve(http::request<http::string_body>&& msg, Clock::time_point
   bool upgradeAsked = msg.find(http::field::upgrade) != msg.end();
   req.body = std::move(msg.body());
 
+  current_ = &msg;
   try {
     server_.handler().handle(req, *this);
   } catch (const std::exception& e) {
@@ -449,6 +452,28 @@ bool Connection::serve(http::request<http::string_body>&& msg, Clock::time_point
   spdlog::debug("http method={} path={} status={} duration_ms={} user={} remote={}", req.method,
                 req.path, status_, ms.count(), req.user, remoteAddr_);
   return keepAlive_ && state_ != ReplyState::Failed && !upgradeAsked && !stopping();
+}
+
+std::unique_ptr<WebSocket> Connection::acceptWebSocket(const std::string& subprotocol) {
+  if (state_ != ReplyState::None || !current_) return nullptr;
+  keepAlive_ = false;
+  auto ws = detail::acceptWebSocket(stream_, *current_, subprotocol);
+  state_ = ws ? ReplyState::Responded : ReplyState::Failed;
+  status_ = ws ? 101 : 400;
+  return ws;
+}
+
+kube::Status Connection::proxyUpgrade(const UpstreamTarget& upstream) {
+  if (state_ != ReplyState::None || !current_) {
+    return kube::makeError(kube::Code::Internal, "proxyUpgrade after a reply was started");
+  }
+  auto s = detail::proxyUpgrade(stream_, *current_, upstream, [this] { return stopping(); });
+  if (s) {
+    keepAlive_ = false;
+    state_ = ReplyState::Responded;
+    status_ = 101;
+  }
+  return s;
 }
 
 void Connection::finishReply() {

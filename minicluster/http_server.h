@@ -45,7 +45,31 @@ struct HttpResponse {
   std::string body;
 };
 
-// How a handler answers. Exactly one of respond() or startStream() per request.
+// A server-side WebSocket (RFC 6455) taken over from an HTTP upgrade request. Used by one
+// thread at a time (reads and writes alternate; no concurrent read and write).
+class WebSocket {
+ public:
+  virtual ~WebSocket() = default;
+  // Next message (binary or text) into `message`. Blocks. False when the peer closed the
+  // WebSocket or the connection failed.
+  virtual bool read(std::string& message) = 0;
+  // Sends one binary message. False when the connection failed.
+  virtual bool write(std::string_view message) = 0;
+  // Sends a normal close and waits (bounded by the peer) for its answer. Idempotent.
+  virtual void close() = 0;
+};
+
+// Where proxyUpgrade()/proxyGet() send a request: an HTTPS server that requires a client
+// certificate (a kubelet), reached with `certPem`/`keyPem` and verified against `caPem`.
+struct UpstreamTarget {
+  std::string host;
+  uint16_t port = 0;
+  std::string target;  // path and query, e.g. "/exec/default/web/c?command=echo&output=1"
+  std::string caPem, certPem, keyPem;
+};
+
+// How a handler answers. Exactly one of respond(), startStream(), acceptWebSocket() or
+// proxyUpgrade() per request.
 class Responder {
  public:
   virtual ~Responder() = default;
@@ -59,7 +83,31 @@ class Responder {
   virtual bool writeChunk(std::string_view data) = 0;
   // True once the peer closed the connection (checked without blocking).
   virtual bool clientGone() = 0;
+  // Completes a WebSocket upgrade of the current request, naming `subprotocol` in the 101
+  // answer. Null (and the connection is closed) when the request is not a valid WebSocket
+  // upgrade. The connection carries no more HTTP requests afterwards.
+  // The default (responders without a connection, e.g. test fakes) refuses.
+  virtual std::unique_ptr<WebSocket> acceptWebSocket(const std::string& subprotocol) {
+    (void)subprotocol;
+    return nullptr;
+  }
+  // Forwards the current upgrade request (method, headers, with `upstream.target` as its
+  // target) to `upstream`; if it answers 101, that answer goes to the client and bytes are
+  // relayed both ways until either side closes; any other answer is passed back as is.
+  // Blocks until done. Error (nothing sent) when the upstream cannot be reached.
+  // The default refuses with Unavailable.
+  virtual kube::Status proxyUpgrade(const UpstreamTarget& upstream) {
+    return kube::makeError(kube::Code::Unavailable,
+                           "this connection cannot be upgraded to " + upstream.host);
+  }
 };
+
+// GETs `upstream` and streams a 2xx answer (status, Content-Type, body as it arrives) to
+// `out`; any other answer is read whole and handed to `onError(status, body)` instead.
+// Blocks until the upstream body ends or the client goes away. Error (nothing sent) when
+// the upstream cannot be reached.
+kube::Status proxyGet(const UpstreamTarget& upstream, Responder& out,
+                      const std::function<void(int status, const std::string& body)>& onError);
 
 class Handler {
  public:

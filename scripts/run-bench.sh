@@ -34,5 +34,14 @@ if [ -x "$BUILD/bench/peering_bench" ]; then
   if [ "${BENCH_JSON:-0}" = 1 ]; then peering_extra+=(--json); fi
   "$BUILD/bench/peering_bench" --strait "$STRAIT" "${peering_extra[@]}" || status=1
 fi
+# Scheduler + simulated kubelets (issue 4): 1,000 nodes, 30,000 pods.
+SCHED="$BUILD/bench/scheduler_bench"
+if [ -x "$SCHED" ]; then
+  sched_flags=()
+  if [ "${BENCH_JSON:-0}" = 1 ]; then sched_flags+=(--json); fi
+  "$SCHED" --strait "$STRAIT" "${sched_flags[@]}" || status=1
+else
+  echo "run-bench: $SCHED not built, skipped" >&2
+fi
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 exit $status

@@ -486,11 +486,17 @@ void Minicluster::stop() { process_.stop(10s); }
 Minicluster* ClusterTest::cluster_ = nullptr;
 std::string ClusterTest::startError_;
 std::string ClusterTest::suiteName_;
+std::vector<std::string> ClusterTest::extraArgs_;
 
 void ClusterTest::startCluster() {
   delete cluster_;
   cluster_ = new Minicluster();
-  startError_ = cluster_->start(suiteName_);
+  startError_ = cluster_->start(suiteName_, 60s, extraArgs_);
+}
+
+void ClusterTest::SetUpTestSuiteWithArgs(std::vector<std::string> args) {
+  extraArgs_ = std::move(args);
+  SetUpTestSuite();
 }
 
 void ClusterTest::SetUpTestSuite() {
@@ -514,6 +520,7 @@ void ClusterTest::TearDownTestSuite() {
     cluster_ = nullptr;
   }
   startError_.clear();
+  extraArgs_.clear();
 }
 
 Minicluster& ClusterTest::cluster() { return *cluster_; }

@@ -165,6 +165,9 @@ class ClusterTest : public ::testing::Test {
  public:
   static void SetUpTestSuite();
   static void TearDownTestSuite();
+  // For suites that need minicluster flags: call from their own SetUpTestSuite instead of
+  // SetUpTestSuite(); the args also apply when a crashed server is restarted.
+  static void SetUpTestSuiteWithArgs(std::vector<std::string> miniclusterArgs);
 
  protected:
   void SetUp() override;
@@ -188,6 +191,7 @@ class ClusterTest : public ::testing::Test {
   static Minicluster* cluster_;
   static std::string suiteName_;
   static std::string startError_;
+  static std::vector<std::string> extraArgs_;
   int backgroundCount_ = 0;
 };
 

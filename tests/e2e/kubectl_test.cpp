@@ -61,6 +61,11 @@ json parseJson(const std::string& text) {
 }
 
 class KubectlTest : public ClusterTest {
+ public:
+  // These tests make their own Node objects with no kubelet behind them: a scheduler would
+  // bind pods there and graceful deletes would then wait for a kubelet that never comes.
+  static void SetUpTestSuite() { SetUpTestSuiteWithArgs({"--no-scheduler"}); }
+
  protected:
   // kubectl ARGS that must succeed; fails the test (non-fatally) otherwise.
   CommandResult mustKubectl(const std::vector<std::string>& args,

@@ -1,0 +1,29 @@
+#pragma once
+// `/exec` of the simulated kubelet API (private to minicluster/): WebSocket stream protocol
+// v5.channel.k8s.io / v4.channel.k8s.io around the built-in commands of exec_commands.h.
+// Channel bytes: 0 stdin, 1 stdout, 2 stderr, 3 status (metav1.Status JSON), 4 resize,
+// 255 close (v5: the client closes stdin). Standard input is read only when the command
+// reads it and the client asked for it (v5: until the client closes channel 0).
+
+#include <string>
+
+#include "minicluster/exec_commands.h"
+#include "minicluster/http_server.h"
+#include "minicluster/kubelet_sim.h"
+#include "minicluster/registry.h"
+#include "minicluster/rest.h"
+
+namespace strait::minicluster {
+
+// Serves one exec request for `container` of `pod`. Answers 400 when the request is not a
+// WebSocket upgrade offering a supported subprotocol.
+void serveExec(const HttpRequest& req, Responder& out, const PodRuntime& pod,
+               const std::string& container, Registry& registry, Rest& rest);
+
+// The environment and files a container of `pod` sees: spec env/envFrom (ConfigMap and
+// Secret references resolved through `rest`), HOSTNAME, KUBERNETES_SERVICE_*; ConfigMap and
+// Secret volumes at their mount paths, /etc/hostname.
+ExecContext execContextFor(const PodRuntime& pod, const std::string& container,
+                           Registry& registry, Rest& rest);
+
+}  // namespace strait::minicluster
