@@ -188,15 +188,16 @@ TEST_F(ClientRestTest, BindingStatusEvictionAndLogs) {
   EXPECT_EQ((*us)["status"]["phase"], "Running");
   EXPECT_EQ((*us)["spec"]["nodeName"], "node-a");
 
-  // Logs: the minicluster has no kubelets yet and answers 503; the client must surface it
-  // as a typed error rather than as log text.
+  // Logs: pods/log goes to the kubelet of the pod's node, and node-a has no Node object, so
+  // the API server answers 404 (as upstream: nodes "node-a" not found); the client must
+  // surface it as a typed error rather than as log text.
   std::string text;
   auto ls = client_->streamLogs("default", "bound", {}, [&](std::string_view d) {
     text.append(d);
     return true;
   });
   EXPECT_FALSE(ls.ok());
-  EXPECT_EQ(ls.code(), Code::Unavailable);
+  EXPECT_EQ(ls.code(), Code::NotFound);
 
   kube::DeleteOptions now;
   now.gracePeriodSeconds = 0;
