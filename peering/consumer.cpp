@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <charconv>
 #include <cmath>
 #include <set>
 
@@ -161,8 +162,10 @@ bool ConsumerController::loadCredential(const std::string& providerId, const std
   p->issuedAt = info->notBefore;
   std::string issued = secret->value("/metadata/annotations"_json_pointer, json::object())
                            .value(kIssuedAt, std::string());
-  if (!issued.empty()) {
-    p->issuedAt = std::chrono::system_clock::time_point(std::chrono::seconds(std::stoll(issued)));
+  int64_t issuedUnix = 0;
+  if (std::from_chars(issued.data(), issued.data() + issued.size(), issuedUnix).ec == std::errc() &&
+      issuedUnix > 0) {
+    p->issuedAt = std::chrono::system_clock::time_point(std::chrono::seconds(issuedUnix));
   }
   return true;
 }

@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <charconv>
+
 #include "peering/foreign_cluster.h"
 #include "peering/names.h"
 #include "peering/token.h"
@@ -376,6 +378,19 @@ kube::Status ProviderService::unpeer(const Caller& caller, const v1::UnpeerReque
 }
 
 void ProviderService::tick(std::chrono::system_clock::time_point now) {
+  markSilentConsumers(now);
+  // API reads at most every 500 ms (revocations) and 30 s (token expiry), whatever the loop.
+  if (now - lastRevocationScan_ >= std::chrono::milliseconds(500)) {
+    lastRevocationScan_ = now;
+    scanRevocations();
+  }
+  if (now - lastTokenSweep_ >= std::chrono::seconds(30)) {
+    lastTokenSweep_ = now;
+    sweepExpiredTokens(now);
+  }
+}
+
+void ProviderService::scanRevocations() {
   // Revocation records left by `strait unpeer --force` while this agent was away.
   kube::ListOptions sel;
   sel.labelSelector = std::string(kLabelComponent) + "=revocation";
@@ -395,7 +410,9 @@ void ProviderService::tick(std::chrono::system_clock::time_point now) {
       }
     }
   }
-  // Silent consumers.
+}
+
+void ProviderService::markSilentConsumers(std::chrono::system_clock::time_point now) {
   std::vector<std::pair<std::string, std::string>> lost;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -411,6 +428,9 @@ void ProviderService::tick(std::chrono::system_clock::time_point now) {
     patchStatus(fcName, providerConditions(false, "HeartbeatMissed",
                                            "no heartbeat from the consumer agent", json(), now));
   }
+}
+
+void ProviderService::sweepExpiredTokens(std::chrono::system_clock::time_point now) {
   // Expired token records (used ones are kept until then, so that reuse says "already used").
   kube::ListOptions tokSel;
   tokSel.labelSelector = std::string(kLabelComponent) + "=token";
@@ -420,7 +440,10 @@ void ProviderService::tick(std::chrono::system_clock::time_point now) {
     for (const json& t : tokens->value("items", json::array())) {
       kube::Result<std::string> exp =
           base64Decode(t.value("/data/expires"_json_pointer, std::string()), "expires");
-      if (exp.ok() && !exp->empty() && std::stoll("0" + *exp) + 60 < nowUnix) {
+      int64_t expires = 0;
+      bool parsed = exp.ok() &&
+                    std::from_chars(exp->data(), exp->data() + exp->size(), expires).ec == std::errc();
+      if (parsed && expires + 60 < nowUnix) {
         (void)client_.remove(kube::resources::kSecrets, kSys,
                              t.value("/metadata/name"_json_pointer, std::string()));
       }

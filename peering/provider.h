@@ -74,6 +74,9 @@ class ProviderService final : public PeeringHandler {
     bool connected = true;
   };
 
+  void scanRevocations();
+  void markSilentConsumers(std::chrono::system_clock::time_point now);
+  void sweepExpiredTokens(std::chrono::system_clock::time_point now);
   kube::Status checkToken(const std::string& tokenText, const std::string& consumerId);
   kube::Status requireActive(const Caller& caller, Consumer* out);
   kube::Result<ResourceMap> computeGrant(const std::string& consumerId,
@@ -93,6 +96,10 @@ class ProviderService final : public PeeringHandler {
   const ClusterIdentity& identity_;
   kube::Client& client_;
   const ProviderConfig config_;
+
+  // Used by tick() only (the agent's loop thread).
+  std::chrono::system_clock::time_point lastRevocationScan_;
+  std::chrono::system_clock::time_point lastTokenSweep_;
 
   std::mutex mu_;  // protects consumers_ and serializes grant decisions
   std::map<std::string, Consumer> consumers_;  // by consumer cluster ID
