@@ -7,6 +7,7 @@ namespace strait::cmd {
 void addMiniclusterCommand(CLI::App& app);
 void addAgentCommand(CLI::App& app);
 void addPeeringCommands(CLI::App& app);  // token, peer, unpeer, status
+void addGatewayCommand(CLI::App& app);
 
 // Exit code recorded by the subcommand that ran.
 int exitCode();

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   strait::cmd::addMiniclusterCommand(app);
   strait::cmd::addAgentCommand(app);
   strait::cmd::addPeeringCommands(app);
+  strait::cmd::addGatewayCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -12,6 +12,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   python3 python3-kubernetes python3-yaml
   curl openssl iproute2 procps
+  wireguard-go wireguard-tools iperf3 iputils-ping socat
 )
 
 missing=()

@@ -1,0 +1,23 @@
+#pragma once
+// The TUN device: opening /dev/net/tun and configuring the interface (MTU, IPv4 addresses,
+// link up, IPv4 routes) with ioctls, as wg-quick would with `ip`. Needs CAP_NET_ADMIN.
+
+#include <string>
+#include <vector>
+
+#include "kube/status.h"
+#include "tunnel/ip.h"
+
+namespace strait::tunnel {
+
+// Creates (or attaches to) TUN interface `name` (IFF_TUN | IFF_NO_PI). Returns the
+// descriptor, owned by the caller.
+kube::Result<int> openTun(const std::string& name);
+
+// Sets the MTU, adds the IPv4 addresses, brings the link up and routes `routes` (IPv4)
+// through it. IPv6 entries are skipped and named in the returned warnings.
+kube::Result<std::vector<std::string>> configureInterface(const std::string& name, int mtu,
+                                                          const std::vector<IpPrefix>& addresses,
+                                                          const std::vector<IpPrefix>& routes);
+
+}  // namespace strait::tunnel
