@@ -74,7 +74,8 @@ int runGateway(const GatewayFlags& f) {
     return 1;
   }
   std::vector<tunnel::IpPrefix> routes;
-  for (const auto& p : config->peers) routes.insert(routes.end(), p.allowedIps.begin(), p.allowedIps.end());
+  for (const auto& p : config->peers)
+    routes.insert(routes.end(), p.allowedIps.begin(), p.allowedIps.end());
   auto configured = tunnel::configureInterface(f.interface, options.mtu, config->addresses, routes);
   if (!configured.ok()) {
     spdlog::error("event=interface_config_failed interface={} error=\"{}\"", f.interface,

@@ -43,8 +43,8 @@ std::optional<long> parseNumber(const std::string& v, long min, long max) {
   return n;
 }
 
-const char* kIgnored[] = {"dns", "table", "preup", "postup", "predown", "postdown",
-                          "saveconfig", "fwmark"};
+const char* kIgnored[] = {"dns",     "table",    "preup",      "postup",
+                          "predown", "postdown", "saveconfig", "fwmark"};
 
 }  // namespace
 

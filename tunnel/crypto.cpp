@@ -71,8 +71,8 @@ struct ThreadCipher {
 thread_local ThreadCipher tlsSeal;
 thread_local ThreadCipher tlsOpen;
 
-void macInto(EVP_MAC* alg, const OSSL_PARAM* params, Bytes key,
-             std::initializer_list<Bytes> parts, uint8_t* out, size_t outLen) {
+void macInto(EVP_MAC* alg, const OSSL_PARAM* params, Bytes key, std::initializer_list<Bytes> parts,
+             uint8_t* out, size_t outLen) {
   EVP_MAC_CTX* ctx = EVP_MAC_CTX_new(alg);
   size_t written = 0;
   bool ok = ctx && EVP_MAC_init(ctx, key.data(), key.size(), params) == 1;
@@ -193,8 +193,7 @@ bool sealWithNonce(const uint8_t key[32], const uint8_t nonce[12], Bytes plainte
     return false;
   }
   if (EVP_EncryptFinal_ex(tc.ctx, out + plaintext.size(), &len) != 1) return false;
-  return EVP_CIPHER_CTX_ctrl(tc.ctx, EVP_CTRL_AEAD_GET_TAG, kTagSize,
-                             out + plaintext.size()) == 1;
+  return EVP_CIPHER_CTX_ctrl(tc.ctx, EVP_CTRL_AEAD_GET_TAG, kTagSize, out + plaintext.size()) == 1;
 }
 
 bool openWithNonce(const uint8_t key[32], const uint8_t nonce[12], Bytes ciphertext, Bytes ad,
@@ -214,8 +213,8 @@ bool openWithNonce(const uint8_t key[32], const uint8_t nonce[12], Bytes ciphert
       EVP_DecryptUpdate(tc.ctx, nullptr, &len, ad.data(), static_cast<int>(ad.size())) != 1) {
     return false;
   }
-  if (plainLen > 0 && EVP_DecryptUpdate(tc.ctx, out, &len, ciphertext.data(),
-                                        static_cast<int>(plainLen)) != 1) {
+  if (plainLen > 0 &&
+      EVP_DecryptUpdate(tc.ctx, out, &len, ciphertext.data(), static_cast<int>(plainLen)) != 1) {
     return false;
   }
   if (EVP_CIPHER_CTX_ctrl(tc.ctx, EVP_CTRL_AEAD_SET_TAG, kTagSize, tag) != 1) return false;
@@ -322,7 +321,7 @@ std::optional<std::array<uint8_t, 32>> keyFromHex(const std::string& text) {
     int v = 0;
     for (int j = 0; j < 2; ++j) {
       char c = text[2 * i + j];
-      int d = (c >= '0' && c <= '9') ? c - '0'
+      int d = (c >= '0' && c <= '9')   ? c - '0'
               : (c >= 'a' && c <= 'f') ? c - 'a' + 10
               : (c >= 'A' && c <= 'F') ? c - 'A' + 10
                                        : -1;

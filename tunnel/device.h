@@ -37,13 +37,13 @@ struct DeviceOptions {
 
 // What a packet counter in the device counts. All monotonic.
 struct DeviceCounters {
-  uint64_t txPackets = 0, rxPackets = 0;   // transport data packets sent / accepted
-  uint64_t replayed = 0;                   // transport packets refused by the replay window
-  uint64_t authFailed = 0;                 // transport packets whose tag did not verify
-  uint64_t unknownIndex = 0;               // transport/response for no session we know
-  uint64_t badMac1 = 0;                    // handshake messages with an invalid mac1
-  uint64_t handshakeRefused = 0;           // initiations/responses that did not decrypt,
-                                           // replayed timestamps, flood-limited
+  uint64_t txPackets = 0, rxPackets = 0;  // transport data packets sent / accepted
+  uint64_t replayed = 0;                  // transport packets refused by the replay window
+  uint64_t authFailed = 0;                // transport packets whose tag did not verify
+  uint64_t unknownIndex = 0;              // transport/response for no session we know
+  uint64_t badMac1 = 0;                   // handshake messages with an invalid mac1
+  uint64_t handshakeRefused = 0;          // initiations/responses that did not decrypt,
+                                          // replayed timestamps, flood-limited
   uint64_t cookieRepliesSent = 0, cookieRepliesReceived = 0;
   uint64_t handshakesInitiated = 0, handshakesCompleted = 0;
   uint64_t notAllowedSource = 0;  // decrypted packets whose source is not the peer's

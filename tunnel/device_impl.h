@@ -30,10 +30,10 @@
 namespace strait::tunnel {
 
 struct AtomicCounters {
-  std::atomic<uint64_t> txPackets{0}, rxPackets{0}, replayed{0}, authFailed{0},
-      unknownIndex{0}, badMac1{0}, handshakeRefused{0}, cookieRepliesSent{0},
-      cookieRepliesReceived{0}, handshakesInitiated{0}, handshakesCompleted{0},
-      notAllowedSource{0}, noRoute{0}, stagedDropped{0}, invalid{0};
+  std::atomic<uint64_t> txPackets{0}, rxPackets{0}, replayed{0}, authFailed{0}, unknownIndex{0},
+      badMac1{0}, handshakeRefused{0}, cookieRepliesSent{0}, cookieRepliesReceived{0},
+      handshakesInitiated{0}, handshakesCompleted{0}, notAllowedSource{0}, noRoute{0},
+      stagedDropped{0}, invalid{0};
   static void bump(std::atomic<uint64_t>& c, uint64_t n = 1) {
     c.fetch_add(n, std::memory_order_relaxed);
   }

@@ -62,8 +62,8 @@ kube::Result<IpPrefix> IpPrefix::parse(const std::string& text) {
     int v = -1;
     auto [ptr, ec] = std::from_chars(b.data(), b.data() + b.size(), v);
     if (b.empty() || ec != std::errc() || ptr != b.data() + b.size() || v < 0 || v > max) {
-      return makeError(Code::Invalid, "\"" + text + "\": prefix length must be 0.." +
-                                          std::to_string(max));
+      return makeError(Code::Invalid,
+                       "\"" + text + "\": prefix length must be 0.." + std::to_string(max));
     }
     p.bits = v;
   }

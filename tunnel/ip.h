@@ -14,7 +14,7 @@
 namespace strait::tunnel {
 
 struct IpAddress {
-  int family = 0;  // AF_INET or AF_INET6; 0 = unset
+  int family = 0;                   // AF_INET or AF_INET6; 0 = unset
   std::array<uint8_t, 16> bytes{};  // IPv4 uses the first 4
 
   size_t size() const { return family == AF_INET ? 4 : 16; }

@@ -91,9 +91,9 @@ struct TimerConfig {
 };
 
 // ---- Implementation constants ----
-inline constexpr size_t kMaxStagedPackets = 128;    // queued per peer while handshaking
-inline constexpr size_t kMaxSegmentSize = 65535;    // largest UDP datagram we handle
-inline constexpr size_t kBatchSize = 64;            // recvmmsg/sendmmsg/TUN batch
+inline constexpr size_t kMaxStagedPackets = 128;  // queued per peer while handshaking
+inline constexpr size_t kMaxSegmentSize = 65535;  // largest UDP datagram we handle
+inline constexpr size_t kBatchSize = 64;          // recvmmsg/sendmmsg/TUN batch
 inline constexpr int kDefaultMtu = 1420;
 inline constexpr uint32_t kDefaultUnderLoadHandshakes = 64;  // per second, then cookies
 

@@ -22,8 +22,8 @@ void Device::Impl::udpLoop() {
   ReceiveBuffers buffers(kBatchSize);
   std::shared_ptr<UdpSocket> sock = currentSocket();
   while (running.load(std::memory_order_relaxed)) {
-    pollfd fds[3] = {{sock ? sock->fd() : -1, POLLIN, 0}, {stopFd, POLLIN, 0},
-                     {rebindFd, POLLIN, 0}};
+    pollfd fds[3] = {
+        {sock ? sock->fd() : -1, POLLIN, 0}, {stopFd, POLLIN, 0}, {rebindFd, POLLIN, 0}};
     if (poll(fds, 3, -1) < 0) continue;
     if (fds[1].revents) break;
     if (fds[2].revents) {
@@ -119,7 +119,8 @@ void Device::Impl::handleInitiation(uint8_t* data, size_t length, const Endpoint
   MessageResponse resp{};
   {
     std::lock_guard pl(peer.mu);
-    if (peer.lastInitiationConsumed && now - *peer.lastInitiationConsumed < kHandshakeInitationRate) {
+    if (peer.lastInitiationConsumed &&
+        now - *peer.lastInitiationConsumed < kHandshakeInitationRate) {
       AtomicCounters::bump(counters.handshakeRefused);
       return;
     }

@@ -82,8 +82,9 @@ bool translate(uint8_t* addr, const IpPrefix& from, const IpPrefix& to, uint8_t 
   if (!from.contains(a)) return false;
   std::memcpy(before, addr, 4);
   uint32_t mask = from.bits == 0 ? 0 : ~uint32_t(0) << (32 - from.bits);
-  uint32_t host = (uint32_t(addr[0]) << 24 | uint32_t(addr[1]) << 16 | uint32_t(addr[2]) << 8 |
-                   addr[3]) & ~mask;
+  uint32_t host =
+      (uint32_t(addr[0]) << 24 | uint32_t(addr[1]) << 16 | uint32_t(addr[2]) << 8 | addr[3]) &
+      ~mask;
   const uint8_t* t = to.address.bytes.data();
   uint32_t net = uint32_t(t[0]) << 24 | uint32_t(t[1]) << 16 | uint32_t(t[2]) << 8 | t[3];
   uint32_t v = (net & mask) | host;
@@ -129,8 +130,8 @@ bool remap(const IpPrefix& from, const IpPrefix& to, size_t addrOffset, uint8_t*
       uint8_t oldSum[4] = {inner[10], inner[11], 0, 0};
       adjustAt(inner + 10, ib, ia);
       uint8_t newSum[4] = {inner[10], inner[11], 0, 0};
-      adjustAt(l4 + 2, ib, ia);           // the ICMP checksum covers the quoted bytes
-      adjustAt(l4 + 2, oldSum, newSum);   // including the quoted header's checksum
+      adjustAt(l4 + 2, ib, ia);          // the ICMP checksum covers the quoted bytes
+      adjustAt(l4 + 2, oldSum, newSum);  // including the quoted header's checksum
     }
   }
   // ICMP echo and other ICMP checksums do not cover the IP header: nothing to fix.

@@ -12,7 +12,7 @@ namespace strait::tunnel {
 class ReplayFilter {
  public:
   static constexpr uint64_t kBlockBits = 64;
-  static constexpr uint64_t kRingBlocks = 128;                           // 8192 bits
+  static constexpr uint64_t kRingBlocks = 128;                             // 8192 bits
   static constexpr uint64_t kWindowSize = (kRingBlocks - 1) * kBlockBits;  // 8128
 
   // Accepts `counter` once: true if it is below `limit`, not older than the window and not

@@ -21,7 +21,8 @@ std::string handleUapiRequest(Device& device, const std::string& request);
 
 class UapiServer {
  public:
-  UapiServer(Device& device, std::string interfaceName, std::string directory = "/var/run/wireguard")
+  UapiServer(Device& device, std::string interfaceName,
+             std::string directory = "/var/run/wireguard")
       : device_(device), name_(std::move(interfaceName)), directory_(std::move(directory)) {}
   ~UapiServer() { stop(); }
   UapiServer(const UapiServer&) = delete;

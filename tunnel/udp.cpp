@@ -46,8 +46,8 @@ kube::Result<std::shared_ptr<UdpSocket>> UdpSocket::open(uint16_t port, bool off
       close(s->fd_);
       s->fd_ = -1;
       if (err != EAFNOSUPPORT && err != EADDRNOTAVAIL) {
-        return makeError(Code::Unavailable, "bind UDP port " + std::to_string(port) + ": " +
-                                                std::strerror(err));
+        return makeError(Code::Unavailable,
+                         "bind UDP port " + std::to_string(port) + ": " + std::strerror(err));
       }
     } else {
       s->family_ = AF_INET6;
@@ -60,8 +60,8 @@ kube::Result<std::shared_ptr<UdpSocket>> UdpSocket::open(uint16_t port, bool off
     sa.sin_family = AF_INET;
     sa.sin_port = htons(port);
     if (bind(s->fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
-      return makeError(Code::Unavailable, "bind UDP port " + std::to_string(port) + ": " +
-                                              std::strerror(errno));
+      return makeError(Code::Unavailable,
+                       "bind UDP port " + std::to_string(port) + ": " + std::strerror(errno));
     }
     s->family_ = AF_INET;
   }

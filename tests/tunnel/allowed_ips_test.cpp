@@ -54,9 +54,9 @@ TEST(AllowedIps, RemoveAndRemoveValue) {
 TEST(AllowedIps, ManyPeers) {
   AllowedIps<int> t;
   for (int i = 0; i < 1000; ++i) {
-    t.insert(*IpPrefix::parse("10." + std::to_string(i / 256) + "." + std::to_string(i % 256) +
-                              ".0/24"),
-             i);
+    t.insert(
+        *IpPrefix::parse("10." + std::to_string(i / 256) + "." + std::to_string(i % 256) + ".0/24"),
+        i);
   }
   EXPECT_EQ(t.lookup(A("10.3.231.77")), 3 * 256 + 231);
   EXPECT_FALSE(t.lookup(A("11.0.0.1")));

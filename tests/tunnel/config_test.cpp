@@ -15,13 +15,12 @@ std::string errorOf(const std::string& text) {
 }
 
 TEST(Config, ParsesAFullFile) {
-  std::string text =
-      "# gateway\n[Interface]\nPrivateKey = " + kPriv +
-      "\nListenPort = 51820\nAddress = 10.100.0.1/24, 10.100.1.1/32\nMTU = 1380\n"
-      "PostUp = iptables ...\n\n[Peer]\npublickey=" + kPub +
-      "  # comment\nPresharedKey = " + kPriv +
-      "\nEndpoint = 10.99.0.2:51821\nAllowedIPs = 10.100.0.2/32, 10.201.0.0/16\n"
-      "PersistentKeepalive = 25\nRemap = 10.200.0.0/16 -> 10.201.0.0/16\n";
+  std::string text = "# gateway\n[Interface]\nPrivateKey = " + kPriv +
+                     "\nListenPort = 51820\nAddress = 10.100.0.1/24, 10.100.1.1/32\nMTU = 1380\n"
+                     "PostUp = iptables ...\n\n[Peer]\npublickey=" +
+                     kPub + "  # comment\nPresharedKey = " + kPriv +
+                     "\nEndpoint = 10.99.0.2:51821\nAllowedIPs = 10.100.0.2/32, 10.201.0.0/16\n"
+                     "PersistentKeepalive = 25\nRemap = 10.200.0.0/16 -> 10.201.0.0/16\n";
   auto r = parseConfig(text, "gw.conf");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(keyToBase64(r->privateKey.bytes()), kPriv);
@@ -51,7 +50,8 @@ TEST(Config, ErrorsNameLineAndKey) {
   EXPECT_EQ(errorOf(head + "ListenPort = 70000\n"),
             "gw.conf:3: ListenPort must be 0..65535, got \"70000\"");
   EXPECT_EQ(errorOf(head + "Colour = blue\n"), "gw.conf:3: unknown key Colour in [Interface]");
-  EXPECT_EQ(errorOf(head + "[Peer]\nAllowedIPs = 10.0.0.0/8\n"), "gw.conf:3: [Peer] has no PublicKey");
+  EXPECT_EQ(errorOf(head + "[Peer]\nAllowedIPs = 10.0.0.0/8\n"),
+            "gw.conf:3: [Peer] has no PublicKey");
   EXPECT_EQ(errorOf(head + "[Peer]\nPublicKey = abc\n"),
             "gw.conf:4: PublicKey is not a base64 32-byte key");
   EXPECT_NE(errorOf(head + "[Peer]\nPublicKey = " + kPub + "\nAllowedIPs = 10.0.0.0/40\n")
@@ -63,7 +63,8 @@ TEST(Config, ErrorsNameLineAndKey) {
   EXPECT_NE(errorOf(head + "[Peer]\nPublicKey = " + kPub + "\nRemap = 10.0.0.0/8\n")
                 .find("gw.conf:5: remap"),
             std::string::npos);
-  EXPECT_EQ(errorOf(head + "[Wat]\n"), "gw.conf:3: unknown section [Wat] (expected [Interface] or [Peer])");
+  EXPECT_EQ(errorOf(head + "[Wat]\n"),
+            "gw.conf:3: unknown section [Wat] (expected [Interface] or [Peer])");
   EXPECT_EQ(errorOf(head + "just words\n"), "gw.conf:3: expected Key = Value, got \"just words\"");
   EXPECT_EQ(errorOf("PrivateKey = x\n"), "gw.conf:1: PrivateKey outside of a section");
   EXPECT_NE(errorOf(head + "[Peer]\nPublicKey = " + kPub + "\n[Peer]\nPublicKey = " + kPub + "\n")

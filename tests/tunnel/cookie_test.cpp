@@ -17,7 +17,9 @@ struct CookieFixture : ::testing::Test {
   MessageInitiation msg{};
   SteadyTime now = std::chrono::steady_clock::now();
   std::string source = std::string("\x0a\x00\x00\x01\xca\x6c", 6);
-  Bytes src() const { return Bytes(reinterpret_cast<const uint8_t*>(source.data()), source.size()); }
+  Bytes src() const {
+    return Bytes(reinterpret_cast<const uint8_t*>(source.data()), source.size());
+  }
   MutableBytes bytes() { return MutableBytes(reinterpret_cast<uint8_t*>(&msg), sizeof msg); }
   void SetUp() override {
     checker.init(pub);
@@ -50,8 +52,8 @@ TEST_F(CookieFixture, CookieReplyEnablesMac2) {
   EXPECT_TRUE(checker.checkMac1(bytes()));
   EXPECT_TRUE(checker.checkMac2(bytes(), src(), now));
   std::string elsewhere = std::string("\x0a\x00\x00\x02\xca\x6c", 6);
-  EXPECT_FALSE(checker.checkMac2(
-      bytes(), Bytes(reinterpret_cast<const uint8_t*>(elsewhere.data()), 6), now))
+  EXPECT_FALSE(
+      checker.checkMac2(bytes(), Bytes(reinterpret_cast<const uint8_t*>(elsewhere.data()), 6), now))
       << "a cookie is bound to the source address";
   // Two minutes later the cookie is stale on both sides.
   SteadyTime later = now + std::chrono::seconds(121);

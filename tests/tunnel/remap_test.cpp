@@ -2,13 +2,13 @@
 // (IPv4 header, TCP, UDP, ICMP errors with their quoted header).
 #include "tunnel/remap.h"
 
-#include "tunnel/crypto.h"
-
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <vector>
+
+#include "tunnel/crypto.h"
 
 namespace strait::tunnel {
 namespace {
