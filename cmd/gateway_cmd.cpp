@@ -63,15 +63,17 @@ int runGateway(const GatewayFlags& f) {
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  tunnel::Device device(options);
-  if (auto st = device.applyConfig(*config); !st.ok()) {
-    spdlog::error("event=bad_config file={} error=\"{}\"", f.config, st.error().message);
-    return 2;
-  }
-  auto tun = tunnel::openTun(f.interface);
+  auto tun = tunnel::openTun(f.interface, !f.noOffload);
   if (!tun.ok()) {
     spdlog::error("event=tun_failed interface={} error=\"{}\"", f.interface, tun.error().message);
     return 1;
+  }
+  options.tunVnetHdr = tun->vnetHdr;
+  tunnel::Device device(options);
+  if (auto st = device.applyConfig(*config); !st.ok()) {
+    spdlog::error("event=bad_config file={} error=\"{}\"", f.config, st.error().message);
+    close(tun->fd);
+    return 2;
   }
   std::vector<tunnel::IpPrefix> routes;
   for (const auto& p : config->peers)
@@ -80,24 +82,24 @@ int runGateway(const GatewayFlags& f) {
   if (!configured.ok()) {
     spdlog::error("event=interface_config_failed interface={} error=\"{}\"", f.interface,
                   configured.error().message);
-    close(*tun);
+    close(tun->fd);
     return 1;
   }
   for (const std::string& w : *configured) spdlog::warn("event=interface_config warning=\"{}\"", w);
-  if (auto st = device.start(*tun); !st.ok()) {
+  if (auto st = device.start(tun->fd); !st.ok()) {
     spdlog::error("event=start_failed error=\"{}\"", st.error().message);
-    close(*tun);
+    close(tun->fd);
     return 1;
   }
   tunnel::UapiServer uapi(device, f.interface, f.uapiDir);
   if (auto st = uapi.start(); !st.ok()) {
     spdlog::error("event=uapi_failed error=\"{}\"", st.error().message);
     device.stop();
-    close(*tun);
+    close(tun->fd);
     return 1;
   }
-  spdlog::info("event=gateway_up interface={} listen_port={} peers={}", f.interface,
-               device.listenPort(), config->peers.size());
+  spdlog::info("event=gateway_up interface={} listen_port={} peers={} tun_offload={}", f.interface,
+               device.listenPort(), config->peers.size(), tun->vnetHdr);
   while (!g_stopGateway) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   spdlog::info("event=stopping");
   uapi.stop();
@@ -111,7 +113,7 @@ int runGateway(const GatewayFlags& f) {
       c.txPackets, c.rxPackets, c.replayed, c.authFailed, c.unknownIndex, c.badMac1,
       c.handshakeRefused, c.cookieRepliesSent, c.cookieRepliesReceived, c.handshakesInitiated,
       c.handshakesCompleted, c.notAllowedSource, c.noRoute, c.stagedDropped, c.invalid);
-  close(*tun);
+  close(tun->fd);
   return 0;
 }
 
@@ -132,7 +134,7 @@ void addGatewayCommand(CLI::App& app) {
   sub->add_option("--handshake-load-threshold", flags->handshakeLoad,
                   "handshake messages per second above which cookie replies are sent")
       ->capture_default_str();
-  sub->add_flag("--no-offload", flags->noOffload, "disable UDP GSO/GRO");
+  sub->add_flag("--no-offload", flags->noOffload, "disable UDP GSO/GRO and TUN offloads");
   sub->add_option("--log-level", flags->logLevel, "trace, debug, info, warn, error")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));

@@ -43,5 +43,11 @@ if [ -x "$SCHED" ]; then
 else
   echo "run-bench: $SCHED not built, skipped" >&2
 fi
+# The tunnel benchmark (issue 7) needs root for its network namespaces.
+if [ "$(id -u)" -eq 0 ] && command -v wireguard-go >/dev/null && command -v iperf3 >/dev/null; then
+  "$(dirname "$0")/../bench/tunnel_bench.sh" "$STRAIT" "${TUNNEL_BENCH_SECONDS:-5}" || status=1
+else
+  echo "# tunnel bench skipped: needs root, wireguard-go and iperf3 (scripts/install-deps.sh)"
+fi
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 exit $status

@@ -260,7 +260,11 @@ void Device::handleDatagram(uint8_t* data, size_t length, const Endpoint& source
   Impl& d = *impl_;
   std::shared_lock lock(d.peersMu);
   size_t n = d.receiveDatagram(data, length, source, std::chrono::steady_clock::now());
-  if (n > 0) d.writeTun(data + kMessageTransportHeaderSize, n);
+  if (n > 0) {
+    TunPacket p{data + kMessageTransportHeaderSize, n};
+    std::vector<uint8_t> scratch;
+    d.writeTun(std::span<const TunPacket>(&p, 1), scratch);
+  }
 }
 
 // ---- receiver-index table ----

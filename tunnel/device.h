@@ -31,8 +31,9 @@ struct DeviceOptions {
   std::chrono::milliseconds timerTick{100};
   // Use UDP GSO/GRO when the kernel has them.
   bool udpOffload = true;
-  // Worker threads encrypting TUN->UDP traffic (1 = the TUN reader itself).
-  int encryptWorkers = 1;
+  // The TUN descriptor carries virtio_net_hdr with TSO (openTun's TunHandle::vnetHdr):
+  // super-packets read are segmented, TCP segments written are coalesced.
+  bool tunVnetHdr = false;
 };
 
 // What a packet counter in the device counts. All monotonic.

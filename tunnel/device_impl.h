@@ -24,6 +24,7 @@
 #include "tunnel/cookie.h"
 #include "tunnel/device.h"
 #include "tunnel/noise.h"
+#include "tunnel/offload.h"
 #include "tunnel/peer.h"
 #include "tunnel/udp.h"
 
@@ -120,7 +121,8 @@ struct Device::Impl {
   void handleResponse(uint8_t* data, size_t length, const Endpoint& source, SteadyTime now);
   void handleCookieReply(uint8_t* data, size_t length, SteadyTime now);
   size_t handleTransport(uint8_t* data, size_t length, const Endpoint& source, SteadyTime now);
-  void writeTun(const uint8_t* packet, size_t length);
+  // Writes decrypted packets to the TUN (coalesced when it has offloads).
+  void writeTun(std::span<const TunPacket> packets, std::vector<uint8_t>& scratch);
 
   // ---- timers (timers.cpp) ----
   void timerLoop();

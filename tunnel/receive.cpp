@@ -10,16 +10,20 @@
 // mac2 gets a cookie reply instead.
 #include <poll.h>
 #include <spdlog/spdlog.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cstring>
 
 #include "tunnel/device_impl.h"
+#include "tunnel/offload.h"
 
 namespace strait::tunnel {
 
 void Device::Impl::udpLoop() {
   ReceiveBuffers buffers(kBatchSize);
+  std::vector<TunPacket> pending;
+  std::vector<uint8_t> scratch;
   std::shared_ptr<UdpSocket> sock = currentSocket();
   while (running.load(std::memory_order_relaxed)) {
     pollfd fds[3] = {
@@ -37,15 +41,26 @@ void Device::Impl::udpLoop() {
     if (n == 0) continue;
     SteadyTime now = std::chrono::steady_clock::now();
     std::shared_lock lock(peersMu);
+    pending.clear();
     for (InPacket& p : buffers.packets) {
       size_t plain = receiveDatagram(p.data, p.length, p.from, now);
-      if (plain > 0) writeTun(p.data + kMessageTransportHeaderSize, plain);
+      if (plain > 0) pending.push_back({p.data + kMessageTransportHeaderSize, plain});
     }
+    writeTun(pending, scratch);
   }
 }
 
-void Device::Impl::writeTun(const uint8_t* packet, size_t length) {
-  if (write(tunFd, packet, length) < 0) AtomicCounters::bump(counters.invalid);
+void Device::Impl::writeTun(std::span<const TunPacket> packets, std::vector<uint8_t>& scratch) {
+  if (!options.tunVnetHdr) {
+    for (const TunPacket& p : packets) {
+      if (write(tunFd, p.data, p.length) < 0) AtomicCounters::bump(counters.invalid);
+    }
+    return;
+  }
+  coalesceForTun(packets, scratch, [&](const VirtioNetHdr& h, const uint8_t* d, size_t n) {
+    iovec iov[2] = {{const_cast<VirtioNetHdr*>(&h), sizeof h}, {const_cast<uint8_t*>(d), n}};
+    if (writev(tunFd, iov, 2) < 0) AtomicCounters::bump(counters.invalid);
+  });
 }
 
 size_t Device::Impl::receiveDatagram(uint8_t* data, size_t length, const Endpoint& source,

@@ -15,12 +15,13 @@
 #include <cstring>
 
 #include "tunnel/device_impl.h"
+#include "tunnel/offload.h"
 
 namespace strait::tunnel {
 
 namespace {
 
-constexpr size_t kSlotSize = kMessageTransportHeaderSize + kMaxSegmentSize + 64;
+constexpr size_t kSlots = 4 * kBatchSize;  // a TSO super-packet fills up to ~48
 
 // Writes the transport header and encrypts the `length` plaintext bytes at
 // buffer+16 in place (padded to 16, not beyond `mtu`). Returns the message size or 0.
@@ -80,20 +81,39 @@ static std::shared_ptr<Keypair> reserveNonce(Device::Impl& d, Peer& peer, const 
 
 void Device::Impl::tunLoop() {
   fcntl(tunFd, F_SETFL, fcntl(tunFd, F_GETFL) | O_NONBLOCK);
-  std::vector<std::vector<uint8_t>> slots(kBatchSize, std::vector<uint8_t>(kSlotSize));
-  std::vector<size_t> lengths(kBatchSize);
+  // Each slot: 16 bytes of headroom for the transport header, the packet, padding and tag.
+  const size_t capacity = static_cast<size_t>(std::max(options.mtu, 1500)) + 64;
+  const size_t slotSize = kMessageTransportHeaderSize + capacity + kPaddingMultiple + kTagSize;
+  std::vector<std::vector<uint8_t>> slots(kSlots, std::vector<uint8_t>(slotSize));
+  std::vector<uint8_t*> plain(kSlots);
+  for (size_t i = 0; i < kSlots; ++i) plain[i] = slots[i].data() + kMessageTransportHeaderSize;
+  std::vector<uint8_t> superPacket(options.tunVnetHdr ? sizeof(VirtioNetHdr) + 65536 : 0);
+  std::vector<size_t> lengths(kSlots);
   std::vector<OutPacket> out;
   std::vector<Peer*> handshakes;
-  out.reserve(kBatchSize);
+  out.reserve(kSlots);
   pollfd fds[2] = {{tunFd, POLLIN, 0}, {stopFd, POLLIN, 0}};
   while (running.load(std::memory_order_relaxed)) {
     if (poll(fds, 2, -1) < 0) continue;
     if (fds[1].revents) break;
     size_t n = 0;
-    while (n < kBatchSize) {
-      ssize_t r = read(tunFd, slots[n].data() + kMessageTransportHeaderSize, kMaxSegmentSize);
-      if (r <= 0) break;
-      lengths[n++] = static_cast<size_t>(r);
+    // Read while a whole super-packet's segments still fit.
+    while (kSlots - n >= kBatchSize && n < kBatchSize * 3) {
+      if (!options.tunVnetHdr) {
+        ssize_t r = read(tunFd, plain[n], capacity);
+        if (r <= 0) break;
+        lengths[n++] = static_cast<size_t>(r);
+        continue;
+      }
+      ssize_t r = read(tunFd, superPacket.data(), superPacket.size());
+      if (r <= static_cast<ssize_t>(sizeof(VirtioNetHdr))) break;
+      VirtioNetHdr hdr;
+      std::memcpy(&hdr, superPacket.data(), sizeof hdr);
+      size_t count = segmentOffloaded(hdr, superPacket.data() + sizeof hdr, r - sizeof hdr,
+                                      std::span<uint8_t* const>(plain.data() + n, kSlots - n),
+                                      capacity, lengths.data() + n);
+      if (count == 0) AtomicCounters::bump(counters.invalid);
+      n += count;
     }
     if (n == 0) continue;
     SteadyTime now = std::chrono::steady_clock::now();

@@ -16,16 +16,14 @@ namespace strait::tunnel {
 using kube::Code;
 using kube::makeError;
 
-kube::Result<int> openTun(const std::string& name) {
-  if (name.empty() || name.size() >= IFNAMSIZ) {
-    return makeError(Code::Invalid, "interface name \"" + name + "\" must be 1..15 characters");
-  }
+namespace {
+kube::Result<int> openTunFd(const std::string& name, short flags) {
   int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
   if (fd < 0) {
     return makeError(Code::Unavailable, std::string("open /dev/net/tun: ") + strerror(errno));
   }
   ifreq ifr{};
-  ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+  ifr.ifr_flags = flags;
   std::strncpy(ifr.ifr_name, name.c_str(), IFNAMSIZ - 1);
   if (ioctl(fd, TUNSETIFF, &ifr) != 0) {
     int err = errno;
@@ -33,6 +31,24 @@ kube::Result<int> openTun(const std::string& name) {
     return makeError(Code::Unavailable, "TUNSETIFF " + name + ": " + strerror(err));
   }
   return fd;
+}
+}  // namespace
+
+kube::Result<TunHandle> openTun(const std::string& name, bool offload) {
+  if (name.empty() || name.size() >= IFNAMSIZ) {
+    return makeError(Code::Invalid, "interface name \"" + name + "\" must be 1..15 characters");
+  }
+  if (offload) {
+    auto fd = openTunFd(name, IFF_TUN | IFF_NO_PI | IFF_VNET_HDR);
+    if (fd.ok()) {
+      unsigned int features = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6;
+      if (ioctl(*fd, TUNSETOFFLOAD, features) == 0) return TunHandle{*fd, true};
+      close(*fd);
+    }
+  }
+  auto fd = openTunFd(name, IFF_TUN | IFF_NO_PI);
+  if (!fd.ok()) return fd.error();
+  return TunHandle{*fd, false};
 }
 
 namespace {

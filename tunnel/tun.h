@@ -10,9 +10,15 @@
 
 namespace strait::tunnel {
 
-// Creates (or attaches to) TUN interface `name` (IFF_TUN | IFF_NO_PI). Returns the
-// descriptor, owned by the caller.
-kube::Result<int> openTun(const std::string& name);
+struct TunHandle {
+  int fd = -1;           // owned by the caller
+  bool vnetHdr = false;  // packets carry a virtio_net_hdr and TSO/checksum offloads are on
+};
+
+// Creates (or attaches to) TUN interface `name` (IFF_TUN | IFF_NO_PI). With `offload`, asks
+// for IFF_VNET_HDR with checksum and TCP segmentation offloads, falling back to a plain TUN
+// when the kernel refuses them.
+kube::Result<TunHandle> openTun(const std::string& name, bool offload);
 
 // Sets the MTU, adds the IPv4 addresses, brings the link up and routes `routes` (IPv4)
 // through it. IPv6 entries are skipped and named in the returned warnings.
