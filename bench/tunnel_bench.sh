@@ -9,6 +9,7 @@
 # Needs root, wireguard-go, wireguard-tools (wg), iperf3, python3. Everything it creates
 # (namespaces, processes, temp dir) is removed on exit, processes by pid.
 set -euo pipefail
+umask 077
 
 STRAIT=${1:?usage: tunnel_bench.sh <strait-binary> [seconds]}
 SECS=${2:-5}
