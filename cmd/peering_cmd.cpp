@@ -2,7 +2,9 @@
 // only; the work is in peering/operations.
 #include <spdlog/spdlog.h>
 
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "cmd/cli_util.h"
 #include "cmd/commands.h"
@@ -37,6 +39,7 @@ struct PeerFlags {
   std::string kubeconfig;
   std::string remoteKubeconfig;
   std::string token;
+  std::string tokenFile;
   std::string cpu = "4";
   std::string memory = "8Gi";
   std::string pods = "110";
@@ -44,10 +47,31 @@ struct PeerFlags {
   std::string timeout = "60s";
 };
 
+// The token in `path` (surrounding whitespace dropped), so that it never shows in `ps`.
+// Error names the file: unreadable, empty, or more than one token in it.
+kube::Result<std::string> readTokenFile(const std::string& path) {
+  auto refuse = [&](const std::string& why) {
+    return kube::makeError(kube::Code::Invalid, "--token-file " + path + ": " + why);
+  };
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return refuse("cannot be read");
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) return refuse("read failed");
+  std::istringstream words(buf.str());
+  std::string token, extra;
+  words >> token >> extra;
+  if (token.empty()) return refuse("file is empty");
+  if (!extra.empty()) return refuse("expected one token, found more text");
+  return token;
+}
+
 int runPeer(const PeerFlags& f) {
   setupLogging("warn");
-  if (f.token.empty() == f.remoteKubeconfig.empty()) {
-    return fail("give exactly one of --token (out-of-band) or --remote-kubeconfig (in-band)");
+  int sources = !f.token.empty() + !f.tokenFile.empty() + !f.remoteKubeconfig.empty();
+  if (sources != 1) {
+    return fail("give exactly one of --token or --token-file (out-of-band) or "
+                "--remote-kubeconfig (in-band)");
   }
   auto timeout = parseDuration(f.timeout);
   if (!timeout) return fail("--timeout: expected a duration like 60s");
@@ -66,6 +90,10 @@ int runPeer(const PeerFlags& f) {
     auto token = peering::issueToken(**provider, std::chrono::minutes(10));
     if (!token.ok()) return fail("issuing a token on the provider: " + token.error().message);
     req.token = token->reveal();
+  } else if (!f.tokenFile.empty()) {
+    auto token = readTokenFile(f.tokenFile);
+    if (!token.ok()) return fail(token.error().message);
+    req.token = *token;
   } else {
     req.token = f.token;
   }
@@ -154,6 +182,8 @@ void addPeeringCommands(CLI::App& app) {
   peer->add_option("--remote-kubeconfig", pf->remoteKubeconfig,
                    "kubeconfig of the provider (in-band peering)");
   peer->add_option("--token", pf->token, "token from `strait token` (out-of-band peering)");
+  peer->add_option("--token-file", pf->tokenFile,
+                   "file holding the token (out-of-band peering; keeps it out of `ps`)");
   peer->add_option("--cpu", pf->cpu, "CPU to ask for")->capture_default_str();
   peer->add_option("--memory", pf->memory, "memory to ask for")->capture_default_str();
   peer->add_option("--pods", pf->pods, "pods to ask for")->capture_default_str();

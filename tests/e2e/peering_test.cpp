@@ -2,6 +2,8 @@
 // by the `strait` CLI and checked with the real kubectl.
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+
 #include "e2e/peering_fixture.h"
 #include "kube/pki.h"
 #include "peering/encoding.h"
@@ -126,6 +128,40 @@ TEST_F(PeeringTest, OutOfBandPeeringWithTokenAndUnpeerByName) {
   CommandResult u = strait({"unpeer", "--kubeconfig", consumer().kubeconfig(), "--remote-name",
                             "provider"});
   ASSERT_EQ(u.exitCode, 0) << u.describe();
+  expectNothingLeft();
+}
+
+TEST_F(PeeringTest, PeerWithTokenFileKeepsTheTokenOffTheCommandLine) {
+  TempDir dir("strait-token-file");
+  CommandResult missing = strait({"peer", "--kubeconfig", consumer().kubeconfig(),
+                                  "--token-file", dir.file("absent")});
+  EXPECT_NE(missing.exitCode, 0);
+  EXPECT_NE(missing.err.find("--token-file " + dir.file("absent") + ": cannot be read"),
+            std::string::npos) << missing.describe();
+  {
+    std::ofstream empty(dir.file("empty"));
+    empty << "\n";
+  }
+  CommandResult blank = strait({"peer", "--kubeconfig", consumer().kubeconfig(),
+                                "--token-file", dir.file("empty")});
+  EXPECT_NE(blank.exitCode, 0);
+  EXPECT_NE(blank.err.find("file is empty"), std::string::npos) << blank.describe();
+
+  std::string t = token();
+  {
+    std::ofstream f(dir.file("token"));
+    f << t << "\n";  // as `strait token > FILE` writes it
+  }
+  CommandResult both = strait({"peer", "--kubeconfig", consumer().kubeconfig(), "--token", t,
+                               "--token-file", dir.file("token")});
+  EXPECT_NE(both.exitCode, 0);
+  EXPECT_NE(both.err.find("exactly one of"), std::string::npos) << both.describe();
+
+  CommandResult p = strait({"peer", "--kubeconfig", consumer().kubeconfig(), "--token-file",
+                            dir.file("token")});
+  ASSERT_EQ(p.exitCode, 0) << p.describe();
+  ASSERT_TRUE(waitFor([&] { return onlyRow(consumer()).value("connected", "") == "True"; }, 30s));
+  ASSERT_EQ(unpeerInBand().exitCode, 0);
   expectNothingLeft();
 }
 
