@@ -212,3 +212,27 @@ TEST_F(NetnsTest, StraitToStraitWithOverlappingPodCidrs) {
 
 }  // namespace
 }  // namespace strait::tunnel
+
+namespace strait::tunnel {
+namespace {
+
+// A bad configuration stops `strait gateway` before it touches the network: exit code 2
+// and a message naming the file, the line and the key. Needs no root.
+TEST(GatewayCommand, BadConfigNamesFileLineAndKey) {
+  std::string strait = e2e::straitBinary();
+  ASSERT_FALSE(strait.empty()) << "strait binary not found (STRAIT_BIN)";
+  e2e::TempDir dir("strait-gw");
+  std::string path = dir.file("bad.conf");
+  ASSERT_TRUE(e2e::writeFile(
+      path, "[Interface]\nPrivateKey = " + testing::wgKeys().privateKey + "\nListenPrt = 51820\n"));
+  auto r = e2e::runCommand({strait, "gateway", "--config", path, "--interface", "stbad0"});
+  EXPECT_EQ(r.exitCode, 2) << r.describe();
+  EXPECT_NE(r.err.find(path + ":3: unknown key ListenPrt in [Interface]"), std::string::npos)
+      << r.err;
+  r = e2e::runCommand({strait, "gateway", "--config", dir.file("missing.conf")});
+  EXPECT_EQ(r.exitCode, 2) << r.describe();
+  EXPECT_NE(r.err.find("cannot read config file"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace strait::tunnel
