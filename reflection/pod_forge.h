@@ -1,0 +1,72 @@
+#pragma once
+// Forging the provider-side Pod from the consumer's Pod (pure; no cluster needed).
+//
+// What changes, and why (upstream virtual kubelets and Liqo do the same where noted):
+//  - metadata: name kept; namespace mapped (NamespaceMapping); labels and annotations copied,
+//    plus strait.io/origin-cluster-id, strait.io/origin-uid, strait.io/managed-by=strait and
+//    the origin namespace/name annotations; uid, resourceVersion, generation,
+//    creationTimestamp, deletion fields, finalizers, managedFields, generateName and
+//    ownerReferences dropped (the owners do not exist in the provider).
+//  - spec.nodeName, schedulerName, schedulingGates, priority, priorityClassName,
+//    preemptionPolicy, overhead, readinessGates and ephemeralContainers are dropped: the
+//    provider's own scheduler and admission place and admit the Pod (a priority class or
+//    runtime-class overhead of the consumer may not exist there; readiness gates are
+//    evaluated on the local Pod).
+//  - Scheduling constraints that select the virtual node itself (nodeSelector entries and
+//    node-affinity expressions on the virtual node's own label keys, matchFields on its
+//    name) are removed; constraints on other labels (zone, region, instance type...) are
+//    kept, so they select provider nodes. A required node-affinity term that selected only
+//    the virtual node makes the whole required affinity satisfied, so it is dropped.
+//  - The toleration of the virtual node's taint is dropped (the provider has no such taint);
+//    other tolerations are kept. Pod (anti-)affinity is kept, with `namespaces` mapped.
+//  - Service account token: the projected volume the consumer's admission injected
+//    (kube-api-access-*: a serviceAccountToken source) is removed with its mounts, so the
+//    provider's admission injects a token for the reflected ServiceAccount; or, with
+//    `serviceAccountTokenSecret` set, its token source is replaced by that Secret's "token"
+//    key (a consumer-issued token reflected as a Secret, as Liqo does).
+//  - Downward API in env: metadata.name, metadata.namespace, metadata.uid, spec.nodeName,
+//    status.hostIP and status.hostIPs are resolved to the *local* values (the Pod sees the
+//    namespace and node it was created in, and the virtual node's address as host IP);
+//    status.podIP / status.podIPs, labels, annotations, serviceAccountName and resource
+//    fields are left to the provider's kubelet, which fills in the IP the Pod really has.
+//    Downward API *volumes* are passed unchanged (metadata.namespace there shows the remote
+//    namespace: a known gap).
+//  - status is dropped.
+// Refused (Forbidden): Pods controlled by a DaemonSet (they belong on real nodes; a virtual
+// node must never run them). Invalid: input that is not a Pod with metadata.name, uid,
+// namespace and spec.containers.
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "kube/status.h"
+
+namespace strait::reflection {
+
+struct PodForgeContext {
+  std::string consumerId;          // origin cluster ID label value
+  std::string remoteNamespace;     // from NamespaceMapping
+  std::string virtualNodeName;     // "strait-cloud": spec.nodeName as the Pod sees it
+  std::string virtualNodeAddress;  // the virtual node's InternalIP: status.hostIP
+  // Label keys only the virtual node carries (type, strait.io/remote-cluster-id,
+  // kubernetes.io/hostname...): selectors on them are removed.
+  std::set<std::string> virtualNodeLabelKeys;
+  // When non-empty, the Secret (in the remote namespace) whose "token" key replaces the
+  // projected service account token.
+  std::string serviceAccountTokenSecret;
+};
+
+// The remote Pod for `local`. Pure; thread-safe.
+kube::Result<nlohmann::json> forgeRemotePod(const nlohmann::json& local,
+                                            const PodForgeContext& ctx);
+
+// True when `pod` has a controller owner reference of kind DaemonSet.
+bool isDaemonSetPod(const nlohmann::json& pod);
+
+// The fields of the remote Pod that a Pod update may change (labels, annotations, container
+// and init-container images, activeDeadlineSeconds, tolerations): equal when no update of
+// the remote Pod is needed. Used to decide whether to send an update.
+nlohmann::json mutablePodFields(const nlohmann::json& pod);
+
+}  // namespace strait::reflection

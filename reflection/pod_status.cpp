@@ -1,0 +1,132 @@
+#include "reflection/pod_status.h"
+
+#include "kube/object.h"
+#include "reflection/json_util.h"
+
+namespace strait::reflection {
+
+using detail::isArr;
+using detail::isObj;
+using detail::str;
+using nlohmann::json;
+
+bool isTerminalPhase(const std::string& phase) {
+  return phase == "Succeeded" || phase == "Failed";
+}
+
+std::string podPhase(const json& pod) {
+  return isObj(pod, "status") ? str(pod["status"], "phase") : std::string();
+}
+
+namespace {
+
+std::string mapIp(const PodStatusContext& ctx, const std::string& ip) {
+  return ctx.mapPodIp ? ctx.mapPodIp(ip) : ip;
+}
+
+json containerStatuses(const json& remote, const char* key, int recreations) {
+  json out = json::array();
+  if (!isArr(remote, key)) return out;
+  for (json cs : remote[key]) {
+    if (!cs.is_object()) continue;
+    if (recreations > 0) {
+      int64_t restarts = 0;
+      if (cs.contains("restartCount") && cs["restartCount"].is_number_integer()) {
+        restarts = cs["restartCount"].get<int64_t>();
+      }
+      cs["restartCount"] = restarts + recreations;
+    }
+    out.push_back(std::move(cs));
+  }
+  return out;
+}
+
+}  // namespace
+
+json mapRemoteStatus(const json& local, const json& remote, const PodStatusContext& ctx) {
+  json localStatus = isObj(local, "status") ? local["status"] : json::object();
+  if (isTerminalPhase(str(localStatus, "phase"))) return localStatus;
+  const json remoteStatus = isObj(remote, "status") ? remote["status"] : json::object();
+
+  json out = json::object();
+  for (const char* key : {"phase", "reason", "message", "startTime", "nominatedNodeName"}) {
+    if (remoteStatus.contains(key) && remoteStatus[key].is_string()) {
+      out[key] = remoteStatus[key];
+    }
+  }
+  if (!out.contains("phase")) out["phase"] = "Pending";
+  if (localStatus.contains("qosClass")) out["qosClass"] = localStatus["qosClass"];
+  out.erase("nominatedNodeName");  // a provider node name means nothing locally
+
+  json conditions = json::array();
+  if (isArr(localStatus, "conditions")) {
+    for (const json& c : localStatus["conditions"]) {
+      if (str(c, "type") == "PodScheduled") conditions.push_back(c);
+    }
+  }
+  if (isArr(remoteStatus, "conditions")) {
+    for (const json& c : remoteStatus["conditions"]) {
+      if (c.is_object() && str(c, "type") != "PodScheduled") conditions.push_back(c);
+    }
+  }
+  if (!conditions.empty()) out["conditions"] = std::move(conditions);
+
+  json cs = containerStatuses(remoteStatus, "containerStatuses", ctx.recreations);
+  if (!cs.empty()) out["containerStatuses"] = std::move(cs);
+  json ics = containerStatuses(remoteStatus, "initContainerStatuses", ctx.recreations);
+  if (!ics.empty()) out["initContainerStatuses"] = std::move(ics);
+
+  if (!ctx.virtualNodeAddress.empty()) {
+    out["hostIP"] = ctx.virtualNodeAddress;
+    out["hostIPs"] = json::array({{{"ip", ctx.virtualNodeAddress}}});
+  }
+  std::string podIp = str(remoteStatus, "podIP");
+  if (!podIp.empty()) {
+    out["podIP"] = mapIp(ctx, podIp);
+    json ips = json::array();
+    if (isArr(remoteStatus, "podIPs")) {
+      for (const json& entry : remoteStatus["podIPs"]) {
+        std::string ip = str(entry, "ip");
+        if (!ip.empty()) ips.push_back({{"ip", mapIp(ctx, ip)}});
+      }
+    }
+    if (ips.empty()) ips.push_back({{"ip", out["podIP"]}});
+    out["podIPs"] = std::move(ips);
+  }
+  return out;
+}
+
+json lostRemoteStatus(const json& local, const std::string& message) {
+  json status = isObj(local, "status") ? local["status"] : json::object();
+  if (isTerminalPhase(str(status, "phase"))) return status;
+  const std::string now = kube::rfc3339Now();
+  status["phase"] = "Failed";
+  status["reason"] = "ProviderPodLost";
+  status["message"] = message;
+  if (isArr(status, "conditions")) {
+    for (json& c : status["conditions"]) {
+      std::string type = str(c, "type");
+      if (type == "Ready" || type == "ContainersReady") {
+        c["status"] = "False";
+        c["reason"] = "PodFailed";
+        c["lastTransitionTime"] = now;
+      }
+    }
+  }
+  if (isArr(status, "containerStatuses")) {
+    for (json& cs : status["containerStatuses"]) {
+      if (!cs.is_object()) continue;
+      cs["ready"] = false;
+      cs["started"] = false;
+      if (isObj(cs, "state") && isObj(cs["state"], "terminated")) continue;
+      cs["state"] = {{"terminated",
+                      {{"exitCode", 137},
+                       {"reason", "ProviderPodLost"},
+                       {"message", message},
+                       {"finishedAt", now}}}};
+    }
+  }
+  return status;
+}
+
+}  // namespace strait::reflection

@@ -1,0 +1,83 @@
+#pragma once
+// The messages of the reflection stream (Reflection.Stream in proto/strait/peering.proto: one
+// bidirectional gRPC stream per peering, protobuf envelopes carrying Kubernetes JSON). The
+// envelope is v1::ReflectionEvent as declared there; this file gives its `type` field a
+// closed vocabulary and checks every field of what arrives, so a malformed or hostile
+// message is an error value naming what is wrong, never a crash.
+//
+//   type          direction             object (api_version/kind/namespace/name + json)
+//   APPLY         consumer -> provider  the forged remote object, full JSON
+//   DELETE        consumer -> provider  json = DeleteOptions (gracePeriodSeconds, uid
+//                                        precondition); names the remote object
+//   STATUS        provider -> consumer  the remote object as stored (status included)
+//   GONE          provider -> consumer  the remote object no longer exists; json empty
+//   EVENT         provider -> consumer  a core/v1 Event about the remote object (kind Event;
+//                                        origin_uid = the local object it concerns)
+//   RESYNC_BEGIN  consumer -> provider  a full list of APPLYs follows (after (re)connect)
+//   RESYNC_DONE   consumer -> provider  the list is complete: json = {"originUids":[...]};
+//                                        the provider may now delete objects whose origin is
+//                                        not listed (never before: PEERS.md #6)
+//   KEEPALIVE     both                  liveness for StreamHealth; no object
+//
+// origin_uid is required on APPLY, DELETE, STATUS, GONE and EVENT. Kinds carried: Pod,
+// ConfigMap, Secret, ServiceAccount (apiVersion v1) and Event (v1). Pure; thread-safe.
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kube/status.h"
+#include "proto/strait/peering.pb.h"
+
+namespace strait::reflection {
+
+enum class StreamMessageType {
+  Apply,
+  Delete,
+  Status,
+  Gone,
+  Event,
+  ResyncBegin,
+  ResyncDone,
+  Keepalive,
+};
+
+const char* streamMessageTypeName(StreamMessageType t);
+
+// Largest object JSON accepted in one message (a Secret or ConfigMap may hold up to 1 MiB of
+// data; its JSON with base64 and metadata stays under this).
+inline constexpr size_t kMaxStreamObjectBytes = 3 * 1024 * 1024;
+
+struct StreamMessage {
+  StreamMessageType type = StreamMessageType::Keepalive;
+  std::string apiVersion;  // "v1"
+  std::string kind;        // Pod, ConfigMap, Secret, ServiceAccount, Event
+  std::string ns;          // remote (provider) namespace
+  std::string name;
+  nlohmann::json object;   // parsed json; null when the type carries none
+  std::string originUid;
+
+  // Convenience constructors.
+  static StreamMessage apply(const nlohmann::json& remoteObject, std::string originUid);
+  static StreamMessage remove(std::string kind, std::string ns, std::string name,
+                              std::string originUid, std::optional<int64_t> gracePeriodSeconds);
+  static StreamMessage status(const nlohmann::json& remoteObject, std::string originUid);
+  static StreamMessage resyncDone(const std::vector<std::string>& originUids);
+
+  // DELETE: the grace period in the DeleteOptions, if any.
+  std::optional<int64_t> gracePeriodSeconds() const;
+  // RESYNC_DONE: the listed origin uids (empty on any other type or malformed list).
+  std::vector<std::string> resyncOriginUids() const;
+};
+
+// To the wire. Never fails (the JSON is dumped with invalid UTF-8 replaced).
+strait::v1::ReflectionEvent encodeStreamMessage(const StreamMessage& m);
+
+// From the wire. BadRequest naming the field on: unknown type, missing origin_uid where
+// required, unsupported apiVersion/kind, invalid namespace or name, JSON that does not parse
+// or is too large, an object whose own kind/namespace/name disagree with the envelope.
+kube::Result<StreamMessage> decodeStreamMessage(const strait::v1::ReflectionEvent& e);
+
+}  // namespace strait::reflection

@@ -1,0 +1,105 @@
+#include "reflection/stream_messages.h"
+
+#include <gtest/gtest.h>
+
+namespace strait::reflection {
+namespace {
+
+using nlohmann::json;
+
+json remotePod() {
+  return json::parse(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"web-c"},
+    "spec":{"containers":[{"name":"c","image":"i"}]}})");
+}
+
+StreamMessage roundTrip(const StreamMessage& m) {
+  strait::v1::ReflectionEvent wire;
+  std::string bytes = encodeStreamMessage(m).SerializeAsString();
+  EXPECT_TRUE(wire.ParseFromString(bytes));
+  auto back = decodeStreamMessage(wire);
+  EXPECT_TRUE(back.ok()) << back.error().message;
+  return back.ok() ? *back : StreamMessage{};
+}
+
+TEST(StreamMessages, EveryTypeRoundTrips) {
+  StreamMessage a = roundTrip(StreamMessage::apply(remotePod(), "uid-1"));
+  EXPECT_EQ(a.type, StreamMessageType::Apply);
+  EXPECT_EQ(a.kind, "Pod");
+  EXPECT_EQ(a.ns, "web-c");
+  EXPECT_EQ(a.name, "p");
+  EXPECT_EQ(a.object, remotePod());
+  EXPECT_EQ(a.originUid, "uid-1");
+
+  StreamMessage d = roundTrip(StreamMessage::remove("Pod", "web-c", "p", "uid-1", 30));
+  EXPECT_EQ(d.type, StreamMessageType::Delete);
+  EXPECT_EQ(d.gracePeriodSeconds(), 30);
+  EXPECT_EQ(roundTrip(StreamMessage::remove("Pod", "web-c", "p", "uid-1", std::nullopt))
+                .gracePeriodSeconds(),
+            std::nullopt);
+
+  StreamMessage s = roundTrip(StreamMessage::status(remotePod(), "uid-1"));
+  EXPECT_EQ(s.type, StreamMessageType::Status);
+
+  StreamMessage r = roundTrip(StreamMessage::resyncDone({"a", "b"}));
+  EXPECT_EQ(r.resyncOriginUids(), (std::vector<std::string>{"a", "b"}));
+
+  StreamMessage k;
+  EXPECT_EQ(roundTrip(k).type, StreamMessageType::Keepalive);
+}
+
+strait::v1::ReflectionEvent good() { return encodeStreamMessage(StreamMessage::apply(remotePod(), "u")); }
+
+void expectBad(const strait::v1::ReflectionEvent& e, const std::string& field) {
+  auto r = decodeStreamMessage(e);
+  ASSERT_FALSE(r.ok()) << field;
+  EXPECT_EQ(r.error().code, kube::Code::BadRequest);
+  EXPECT_EQ(r.error().field, field) << r.error().message;
+}
+
+TEST(StreamMessages, MalformedMessagesAreNamedErrors) {
+  auto e = good();
+  e.set_type("EXPLODE");
+  expectBad(e, "type");
+  e = good();
+  e.set_origin_uid("");
+  expectBad(e, "origin_uid");
+  e = good();
+  e.mutable_object()->set_kind("Deployment");
+  expectBad(e, "object.kind");
+  e = good();
+  e.mutable_object()->set_api_version("apps/v1");
+  expectBad(e, "object.api_version");
+  e = good();
+  e.mutable_object()->set_namespace_("../etc");
+  expectBad(e, "object.namespace");
+  e = good();
+  e.mutable_object()->set_name("");
+  expectBad(e, "object.name");
+  e = good();
+  e.mutable_object()->set_json("{\"kind\":");
+  expectBad(e, "object.json");
+  e = good();
+  e.mutable_object()->set_json("[1]");
+  expectBad(e, "object.json");
+  e = good();
+  e.mutable_object()->set_json(std::string(100000, '[') );
+  expectBad(e, "object.json");
+  e = good();
+  e.mutable_object()->set_json(std::string(kMaxStreamObjectBytes + 1, ' '));
+  expectBad(e, "object.json");
+  e = good();
+  e.mutable_object()->set_name("other");  // envelope and object disagree
+  expectBad(e, "object.json");
+  e = good();
+  e.mutable_object()->clear_json();
+  expectBad(e, "object.json");
+  strait::v1::ReflectionEvent done;
+  done.set_type("RESYNC_DONE");
+  done.mutable_object()->set_json(R"({"originUids":[1]})");
+  expectBad(done, "object.json");
+  done.mutable_object()->set_json("{}");
+  expectBad(done, "object.json");
+}
+
+}  // namespace
+}  // namespace strait::reflection
