@@ -1,0 +1,69 @@
+#pragma once
+// The consumer side of pod offloading: the KindReflector for Pods bound to one virtual node.
+// handle("ns/name") reads the local Pod (from the informer cache of Pods with
+// spec.nodeName=<virtual node>) and the remote Pod (RemoteObjects), asks decidePod() what to
+// do (pod_reconcile.h) and does it:
+//   CreateRemote      -> refuse with a reason if no single provider node can hold the Pod,
+//                        else reflect its ConfigMaps/Secrets/ServiceAccount, then the Pod;
+//   UpdateRemote      -> re-apply the forged Pod;
+//   UpdateLocalStatus -> write mapRemoteStatus() to the local Pod's status;
+//   DeleteRemote      -> delete with the local grace period, check again in 1 s;
+//   DeleteLocal       -> finish the local deletion (grace 0, uid precondition);
+//   MarkLocalLost     -> write lostRemoteStatus() (Failed, ProviderPodLost);
+//   Conflict          -> a Warning event on the local Pod, nothing else.
+// Refusals (a Pod too large, a DaemonSet Pod, an unmappable namespace) are written to the
+// local Pod as status.reason/message with an Event, so users see why it stays Pending
+// (PEERS.md #11). Thread-safe across keys (the Reflector never runs one key twice at once).
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "kube/cache.h"
+#include "kube/client.h"
+#include "reflection/namespace_mapping.h"
+#include "reflection/pod_forge.h"
+#include "reflection/pod_status.h"
+#include "reflection/provider_applier.h"
+#include "reflection/reflector.h"
+
+namespace strait::reflection {
+
+struct PodReflectorOptions {
+  NamespaceMapping mapping{"", NamingStrategy::Default};
+  PodForgeContext forge;  // consumerId, virtual node name/address, its label keys
+  PodStatusContext status;
+  // nullopt when the Pod fits a provider node, else the reason (vnode/capacity.h
+  // doesNotFitReason over the current provider summary). Optional.
+  std::function<std::optional<std::string>(const nlohmann::json& pod)> doesNotFit;
+  // True once the local Pods have been listed since the stream (re)connected.
+  std::function<bool()> resyncDone;
+};
+
+class PodReflector : public KindReflector {
+ public:
+  // All borrowed; they must outlive the reflector. `localPods` is the informer cache of the
+  // Pods bound to the virtual node.
+  PodReflector(kube::Client& local, const kube::Cache& localPods, RemoteObjects& remote,
+               PodReflectorOptions opts);
+
+  std::string kind() const override { return "Pod"; }
+  HandleResult handle(const std::string& key) override;
+
+ private:
+  HandleResult refuse(const nlohmann::json& local, const std::string& reason,
+                      const std::string& message);
+  kube::Status reflectDependencies(const nlohmann::json& local, const std::string& remoteNs);
+  void event(const nlohmann::json& local, const std::string& type, const std::string& reason,
+             const std::string& message);
+
+  kube::Client& local_;
+  const kube::Cache& localPods_;
+  RemoteObjects& remote_;
+  const PodReflectorOptions opts_;
+};
+
+}  // namespace strait::reflection

@@ -1,0 +1,198 @@
+#include "reflection/provider_applier.h"
+
+#include <spdlog/spdlog.h>
+
+#include "kube/object.h"
+#include "reflection/json_util.h"
+#include "reflection/labels.h"
+#include "reflection/pod_forge.h"
+
+namespace strait::reflection {
+
+using nlohmann::json;
+namespace res = kube::resources;
+
+kube::Result<kube::ResourceRef> resourceOfKind(const std::string& kind) {
+  if (kind == "Pod") return res::kPods;
+  if (kind == "ConfigMap") return res::kConfigMaps;
+  if (kind == "Secret") return res::kSecrets;
+  if (kind == "ServiceAccount") return res::kServiceAccounts;
+  if (kind == "Event") return res::kEvents;
+  return kube::makeError(kube::Code::BadRequest, "kind " + kind + " is not reflected", "kind");
+}
+
+ProviderApplier::ProviderApplier(kube::Client& provider, NamespaceMapping mapping)
+    : provider_(provider), mapping_(std::move(mapping)) {}
+
+kube::Status ProviderApplier::ensureNamespace(const std::string& ns) {
+  kube::Result<json> got = provider_.get(res::kNamespaces, "", ns);
+  if (got.ok()) {
+    if (!isOwnedBy(*got, mapping_.consumerId()) &&
+        mapping_.strategy() == NamingStrategy::Default) {
+      return kube::makeError(kube::Code::Conflict,
+                             "namespace " + ns + " exists and was not created for consumer " +
+                                 mapping_.consumerId());
+    }
+    return kube::Status::OK();
+  }
+  if (!kube::isNotFound(got.error())) return got.error();
+  json nsObj = {{"apiVersion", "v1"},
+                {"kind", "Namespace"},
+                {"metadata",
+                 {{"name", ns},
+                  {"labels",
+                   {{std::string(kLabelManagedBy), std::string(kManagedByValue)},
+                    {std::string(kLabelOriginClusterId), mapping_.consumerId()},
+                    {std::string(kLabelOriginUid), "namespace"}}}}}};
+  kube::Result<json> created = provider_.create(res::kNamespaces, "", nsObj);
+  if (!created.ok() && !kube::isAlreadyExists(created.error())) return created.error();
+  if (created.ok()) spdlog::info("event=remote_namespace_created namespace={}", ns);
+  return kube::Status::OK();
+}
+
+kube::Result<json> ProviderApplier::get(const std::string& kind, const std::string& ns,
+                                        const std::string& name) {
+  auto r = resourceOfKind(kind);
+  if (!r.ok()) return r.error();
+  kube::Result<json> got = provider_.get(*r, ns, name);
+  if (!got.ok()) return got;
+  if (!isOwnedBy(*got, mapping_.consumerId())) {
+    return kube::makeError(kube::Code::Conflict, kind + " " + ns + "/" + name +
+                                                     " exists in the provider and is not "
+                                                     "reflected from this consumer");
+  }
+  return got;
+}
+
+kube::Result<json> ProviderApplier::apply(const StreamMessage& m) {
+  if (m.type != StreamMessageType::Apply) {
+    return kube::makeError(kube::Code::BadRequest, "apply: not an APPLY message");
+  }
+  if (!mapping_.localNamespace(m.ns)) {
+    return kube::makeError(kube::Code::Forbidden,
+                           "namespace " + m.ns + " is not offloaded by consumer " +
+                               mapping_.consumerId(),
+                           "metadata.namespace");
+  }
+  auto r = resourceOfKind(m.kind);
+  if (!r.ok()) return r.error();
+  if (!isOwnedBy(m.object, mapping_.consumerId()) || originUid(m.object) != m.originUid) {
+    return kube::makeError(kube::Code::BadRequest,
+                           "apply: the object does not carry this consumer's origin labels");
+  }
+  if (kube::Status s = ensureNamespace(m.ns); !s.ok()) return s.error();
+
+  kube::Result<json> current = provider_.get(*r, m.ns, m.name);
+  if (!current.ok()) {
+    if (!kube::isNotFound(current.error())) return current;
+    kube::Result<json> created = provider_.create(*r, m.ns, m.object);
+    if (created.ok()) {
+      spdlog::info("event=remote_created kind={} namespace={} name={} origin_uid={}", m.kind,
+                   m.ns, m.name, m.originUid);
+    }
+    return created;
+  }
+  if (!isOwnedBy(*current, mapping_.consumerId())) {
+    return kube::makeError(kube::Code::Conflict, m.kind + " " + m.ns + "/" + m.name +
+                                                     " exists in the provider and is not "
+                                                     "reflected from this consumer");
+  }
+  if (originUid(*current) != m.originUid) {
+    return kube::makeError(kube::Code::Conflict,
+                           m.kind + " " + m.ns + "/" + m.name + " mirrors origin uid " +
+                               originUid(*current) + ", not " + m.originUid +
+                               "; delete it first");
+  }
+  json next = *current;
+  if (m.kind == "Pod") {
+    if (mutablePodFields(next) == mutablePodFields(m.object)) return current;
+    next["metadata"]["labels"] = m.object["metadata"].value("labels", json::object());
+    next["metadata"]["annotations"] = m.object["metadata"].value("annotations", json::object());
+    const json spec = detail::isObj(m.object, "spec") ? m.object["spec"] : json::object();
+    for (const char* list : {"containers", "initContainers"}) {
+      if (!detail::isArr(next["spec"], list) || !detail::isArr(spec, list)) continue;
+      for (json& c : next["spec"][list]) {
+        for (const json& w : spec[list]) {
+          if (c.is_object() && detail::str(w, "name") == detail::str(c, "name")) {
+            c["image"] = detail::str(w, "image");
+          }
+        }
+      }
+    }
+    if (spec.contains("activeDeadlineSeconds")) {
+      next["spec"]["activeDeadlineSeconds"] = spec["activeDeadlineSeconds"];
+    }
+    if (spec.contains("tolerations")) next["spec"]["tolerations"] = spec["tolerations"];
+  } else {
+    json keepMeta = next["metadata"];
+    next = m.object;
+    keepMeta["labels"] = m.object["metadata"].value("labels", json::object());
+    keepMeta["annotations"] = m.object["metadata"].value("annotations", json::object());
+    next["metadata"] = std::move(keepMeta);
+    if (next == *current) return current;
+  }
+  return provider_.update(*r, m.ns, next);
+}
+
+kube::Result<json> ProviderApplier::remove(const StreamMessage& m) {
+  if (m.type != StreamMessageType::Delete) {
+    return kube::makeError(kube::Code::BadRequest, "remove: not a DELETE message");
+  }
+  if (!mapping_.localNamespace(m.ns)) {
+    return kube::makeError(kube::Code::Forbidden, "namespace " + m.ns +
+                                                      " is not offloaded by consumer " +
+                                                      mapping_.consumerId());
+  }
+  auto r = resourceOfKind(m.kind);
+  if (!r.ok()) return r.error();
+  kube::Result<json> current = get(m.kind, m.ns, m.name);
+  if (!current.ok()) {
+    if (kube::isNotFound(current.error())) return json();
+    return current;
+  }
+  if (originUid(*current) != m.originUid) return json();  // another incarnation: not ours to end
+  kube::DeleteOptions o;
+  o.gracePeriodSeconds = m.gracePeriodSeconds();
+  o.preconditionUid = kube::getUid(*current);
+  kube::Result<json> deleted = provider_.remove(*r, m.ns, m.name, o);
+  if (!deleted.ok()) {
+    if (kube::isNotFound(deleted.error())) return json();
+    return deleted;
+  }
+  spdlog::info("event=remote_deleted kind={} namespace={} name={} origin_uid={} grace={}",
+               m.kind, m.ns, m.name, m.originUid,
+               o.gracePeriodSeconds ? std::to_string(*o.gracePeriodSeconds) : "default");
+  if (deleted->is_object() && deleted->value("kind", json("")) == m.kind &&
+      kube::isBeingDeleted(*deleted)) {
+    return deleted;
+  }
+  return json();
+}
+
+kube::Result<int> ProviderApplier::deleteOrphans(const std::string& kind,
+                                                 const std::set<std::string>& liveOrigins) {
+  auto r = resourceOfKind(kind);
+  if (!r.ok()) return r.error();
+  kube::ListOptions lo;
+  lo.labelSelector = std::string(kLabelOriginClusterId) + "=" + mapping_.consumerId();
+  kube::Result<json> list = provider_.list(*r, "", lo);
+  if (!list.ok()) return list.error();
+  int deleted = 0;
+  if (!list->contains("items") || !(*list)["items"].is_array()) return deleted;
+  for (const json& item : (*list)["items"]) {
+    if (!mapping_.localNamespace(kube::getNamespace(item))) continue;
+    if (liveOrigins.count(originUid(item)) || kube::isBeingDeleted(item)) continue;
+    kube::DeleteOptions o;
+    o.preconditionUid = kube::getUid(item);
+    kube::Result<json> d = provider_.remove(*r, kube::getNamespace(item), kube::getName(item), o);
+    if (!d.ok() && !kube::isNotFound(d.error()) && !kube::isConflict(d.error())) return d.error();
+    if (d.ok()) {
+      ++deleted;
+      spdlog::info("event=remote_orphan_deleted kind={} namespace={} name={} origin_uid={}", kind,
+                   kube::getNamespace(item), kube::getName(item), originUid(item));
+    }
+  }
+  return deleted;
+}
+
+}  // namespace strait::reflection

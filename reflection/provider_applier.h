@@ -1,0 +1,70 @@
+#pragma once
+// The provider side of reflection: applies what one consumer sends on the reflection stream
+// (stream_messages.h) to the provider cluster, inside that consumer's bounds:
+//  - only namespaces its NamespaceMapping produces (an APPLY into any other namespace is
+//    Forbidden), created on demand and labelled strait.io/managed-by=strait and
+//    strait.io/origin-cluster-id=<consumer> so that unpeering finds them;
+//  - only objects labelled as that consumer's: an existing object of the same name that is
+//    not (a user's own Pod) is never overwritten or deleted (Conflict);
+//  - deletions carry the grace period sent and a uid precondition, so a Pod re-created in
+//    the meantime under the same name is not deleted by a stale request;
+//  - after a resync, objects whose origin uid was not listed are deleted (never before).
+// Pods are created once and then only their mutable fields updated (metadata labels and
+// annotations, images, activeDeadlineSeconds, tolerations), as the API server allows.
+//
+// Thread-safe as far as the client is (kube::Client is): calls for different objects may
+// run concurrently.
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "kube/client.h"
+#include "reflection/namespace_mapping.h"
+#include "reflection/stream_messages.h"
+
+namespace strait::reflection {
+
+// Where the consumer's reflectors read and write remote objects: the provider applier itself
+// when both run in one process (tests), or the reflection stream client. Thread-safe.
+class RemoteObjects {
+ public:
+  virtual ~RemoteObjects() = default;
+  // The remote object; NotFound when absent, Conflict when present but not ours.
+  virtual kube::Result<nlohmann::json> get(const std::string& kind, const std::string& ns,
+                                           const std::string& name) = 0;
+  virtual kube::Result<nlohmann::json> apply(const StreamMessage& m) = 0;
+  virtual kube::Result<nlohmann::json> remove(const StreamMessage& m) = 0;
+};
+
+class ProviderApplier : public RemoteObjects {
+ public:
+  // `provider` is borrowed and must outlive the applier.
+  ProviderApplier(kube::Client& provider, NamespaceMapping mapping);
+
+  // APPLY: create or update; returns the object as stored. Errors: Forbidden (namespace not
+  // this consumer's), Conflict (object not this consumer's), BadRequest (not an APPLY), and
+  // the provider API server's errors (e.g. Forbidden for an exhausted quota).
+  kube::Result<nlohmann::json> apply(const StreamMessage& m) override;
+  // DELETE: deletes the object if it is this consumer's and mirrors m.originUid; OK when
+  // already gone. Returns the object still terminating (with deletionTimestamp) or null.
+  kube::Result<nlohmann::json> remove(const StreamMessage& m) override;
+  // Deletes this consumer's objects of `kind` (Pod, ConfigMap, Secret, ServiceAccount) in
+  // its namespaces whose origin uid is not in `liveOrigins`. Returns how many it deleted.
+  kube::Result<int> deleteOrphans(const std::string& kind, const std::set<std::string>& liveOrigins);
+
+  // The stored object (NotFound when absent; Conflict when present but not ours).
+  kube::Result<nlohmann::json> get(const std::string& kind, const std::string& ns,
+                                   const std::string& name) override;
+
+ private:
+  kube::Status ensureNamespace(const std::string& ns);
+
+  kube::Client& provider_;
+  const NamespaceMapping mapping_;
+};
+
+// The API resource of a reflected kind; BadRequest for another kind.
+kube::Result<kube::ResourceRef> resourceOfKind(const std::string& kind);
+
+}  // namespace strait::reflection
