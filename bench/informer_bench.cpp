@@ -205,8 +205,28 @@ int main(int argc, char** argv) {
   ask('C');
   double createSecs = seconds(Clock::now() - t0);
 
-  size_t heapBefore = heapInUse();
   auto client = clientFor(kubeconfig);
+  // Compact cache (CBOR): memory only, measured first and dropped.
+  double compactPerPod = 0;
+  double compactListMs = 0;
+  {
+    size_t before = heapInUse();
+    strait::kube::InformerOptions co;
+    co.resource = res::kPods;
+    co.ns = "default";
+    co.compactCache = true;
+    strait::kube::Informer compact(*client, co);
+    compact.start();
+    if (!compact.waitForSync(std::chrono::minutes(5))) return 1;
+    compact.stop();
+    compactPerPod = static_cast<double>(heapInUse() - before) /
+                    static_cast<double>(std::max<size_t>(compact.cache().size(), 1));
+    auto l0 = Clock::now();
+    size_t n = compact.cache().list().size();
+    compactListMs = seconds(Clock::now() - l0) * 1000;
+    if (n != compact.cache().size()) return 1;
+  }
+  size_t heapBefore = heapInUse();
   strait::kube::InformerOptions o;
   o.resource = res::kPods;
   o.ns = "default";
@@ -277,6 +297,9 @@ int main(int argc, char** argv) {
               {"cached_pod_json_bytes", cachedJson},
               {"server_pod_json_bytes", serverJson},
               {"heap_to_json_ratio", perPod / cachedJson},
+              {"compact_heap_per_cached_pod_bytes", compactPerPod},
+              {"compact_heap_to_json_ratio", compactPerPod / cachedJson},
+              {"compact_list_ms", compactListMs},
               {"updates", f.updates},
               {"updates_seen", seen},
               {"writers_s", writeSecs},
@@ -298,6 +321,9 @@ int main(int argc, char** argv) {
     std::printf("  pod JSON cached / from the server    %.0f B / %.0f B (managedFields dropped)\n",
                 cachedJson, serverJson);
     std::printf("  heap / cached JSON                  %.2fx (aim <= 2x)\n", perPod / cachedJson);
+    std::printf("  compact cache (CBOR): heap per pod  %.0f B, %.2fx the JSON; list() of all: "
+                "%.0f ms\n",
+                compactPerPod, compactPerPod / cachedJson, compactListMs);
     std::printf("  events seen during the writes       %d of %d in %.2f s (writers took %.2f s)\n",
                 seen, f.updates, watchSecs, writeSecs);
     std::printf("  sustained events/s                  %.0f\n", seen / watchSecs);

@@ -66,26 +66,43 @@ IndexFunc indexByLabels() {
   };
 }
 
+Cache::Entry Cache::makeEntry(const ObjectPtr& obj) const {
+  Entry e;
+  if (compact_) {
+    e.cbor = json::to_cbor(*obj);
+    e.cbor.shrink_to_fit();
+  } else {
+    e.obj = obj;
+  }
+  return e;
+}
+
+ObjectPtr Cache::load(const Entry& e) const {
+  if (e.obj) return e.obj;
+  // Our own encoding: cannot fail short of memory exhaustion.
+  return std::make_shared<const json>(json::from_cbor(e.cbor));
+}
+
 void Cache::addIndex(const std::string& name, IndexFunc fn) {
   std::unique_lock lock(mu_);
   indexes_[name] = Index{std::move(fn), {}};
   Index& idx = indexes_[name];
-  for (const auto& [key, obj] : items_) {
-    for (auto& v : idx.fn(*obj)) idx.values[v].insert(key);
+  for (const auto& [key, entry] : items_) {
+    for (auto& v : idx.fn(*load(entry))) idx.values[v].insert(key);
   }
 }
 
 ObjectPtr Cache::get(std::string_view key) const {
   std::shared_lock lock(mu_);
   auto it = items_.find(key);
-  return it == items_.end() ? nullptr : it->second;
+  return it == items_.end() ? nullptr : load(it->second);
 }
 
 std::vector<ObjectPtr> Cache::list() const {
   std::shared_lock lock(mu_);
   std::vector<ObjectPtr> out;
   out.reserve(items_.size());
-  for (const auto& [k, v] : items_) out.push_back(v);
+  for (const auto& [k, v] : items_) out.push_back(load(v));
   return out;
 }
 
@@ -106,7 +123,7 @@ std::vector<ObjectPtr> Cache::byIndex(const std::string& name, const std::string
   if (keys == idx->second.values.end()) return out;
   for (const auto& k : keys->second) {
     auto it = items_.find(k);
-    if (it != items_.end()) out.push_back(it->second);
+    if (it != items_.end()) out.push_back(load(it->second));
   }
   return out;
 }
@@ -132,15 +149,16 @@ void Cache::indexLocked(const std::string& key, const json& obj, bool add) {
 }
 
 ObjectPtr Cache::upsert(const std::string& key, ObjectPtr obj) {
+  Entry entry = makeEntry(obj);
   std::unique_lock lock(mu_);
   ObjectPtr old;
   auto it = items_.find(key);
   if (it != items_.end()) {
-    old = it->second;
+    old = load(it->second);
     indexLocked(key, *old, false);
-    it->second = obj;
+    it->second = std::move(entry);
   } else {
-    items_.emplace(key, obj);
+    items_.emplace(key, std::move(entry));
   }
   indexLocked(key, *obj, true);
   return old;
@@ -150,7 +168,7 @@ ObjectPtr Cache::erase(const std::string& key) {
   std::unique_lock lock(mu_);
   auto it = items_.find(key);
   if (it == items_.end()) return nullptr;
-  ObjectPtr old = it->second;
+  ObjectPtr old = load(it->second);
   indexLocked(key, *old, false);
   items_.erase(it);
   return old;

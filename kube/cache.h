@@ -39,10 +39,17 @@ inline constexpr const char* kLabelsIndex = "labels";
 
 class Cache {
  public:
+  // compact = false keeps parsed snapshots (reads cost nothing; about 7x the JSON size in
+  // memory with nlohmann::json). compact = true keeps each object as CBOR (less than its
+  // JSON size) and parses it on every read (tens of microseconds for a pod): for large,
+  // rarely listed caches.
+  explicit Cache(bool compact = false) : compact_(compact) {}
+
   // Adds an index; call before the first upsert (objects already cached are indexed too).
   void addIndex(const std::string& name, IndexFunc fn);
 
-  // Readers. Null / empty when absent.
+  // Readers. Null / empty when absent. In compact mode each call returns freshly parsed
+  // snapshots.
   ObjectPtr get(std::string_view key) const;
   std::vector<ObjectPtr> list() const;
   std::vector<std::string> keys() const;
@@ -60,10 +67,18 @@ class Cache {
     IndexFunc fn;
     std::map<std::string, std::set<std::string>> values;  // index value -> keys
   };
+  // One cached object: the snapshot, or in compact mode its CBOR encoding.
+  struct Entry {
+    ObjectPtr obj;
+    std::vector<uint8_t> cbor;
+  };
+  Entry makeEntry(const ObjectPtr& obj) const;
+  ObjectPtr load(const Entry& e) const;
   void indexLocked(const std::string& key, const nlohmann::json& obj, bool add);
 
+  const bool compact_;
   mutable std::shared_mutex mu_;  // guards the fields below
-  std::map<std::string, ObjectPtr, std::less<>> items_;
+  std::map<std::string, Entry, std::less<>> items_;
   std::map<std::string, Index> indexes_;
 };
 

@@ -20,7 +20,7 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 Informer::Informer(Client& client, InformerOptions opts)
-    : client_(client), opts_(std::move(opts)) {}
+    : client_(client), opts_(std::move(opts)), cache_(opts_.compactCache) {}
 
 Informer::~Informer() { stop(); }
 

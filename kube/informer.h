@@ -42,6 +42,9 @@ struct InformerOptions {
   // Applied to each object before it is cached (e.g. to drop fields nobody reads). When
   // unset, metadata.managedFields is removed.
   std::function<void(nlohmann::json&)> transform;
+  // Keep cached objects as CBOR and parse them on each read (see Cache): under 1x the JSON
+  // size in memory instead of about 7x, at tens of microseconds per object read.
+  bool compactCache = false;
 };
 
 struct EventHandlers {

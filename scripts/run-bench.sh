@@ -49,5 +49,17 @@ if [ "$(id -u)" -eq 0 ] && command -v wireguard-go >/dev/null && command -v iper
 else
   echo "# tunnel bench skipped: needs root, wireguard-go and iperf3 (scripts/install-deps.sh)"
 fi
+# Informer benchmark (issue 3): its own flags; BENCH_JSON=1 gives one JSON line.
+INFORMER_BENCH="$BUILD/bench/informer_bench"
+if [ -x "$INFORMER_BENCH" ]; then
+  ijson=()
+  if [ "${BENCH_JSON:-0}" = 1 ]; then
+    ijson=(--json)
+  fi
+  "$INFORMER_BENCH" --strait "$STRAIT" "${ijson[@]}" || status=1
+else
+  echo "run-bench: $INFORMER_BENCH not built (run: make bench)" >&2
+  status=1
+fi
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 exit $status

@@ -25,8 +25,10 @@ std::vector<std::string> names(const std::vector<ObjectPtr>& objs) {
   return out;
 }
 
-TEST(Cache, KeysAndIndexesFollowUpdatesAndDeletes) {
-  Cache c;
+class CacheModes : public ::testing::TestWithParam<bool> {};
+
+TEST_P(CacheModes, KeysAndIndexesFollowUpdatesAndDeletes) {
+  Cache c(GetParam());
   c.addIndex(kNamespaceIndex, indexByNamespace());
   c.addIndex(kNodeNameIndex, indexByNodeName());
   c.addIndex(kLabelsIndex, indexByLabels());
@@ -42,7 +44,8 @@ TEST(Cache, KeysAndIndexesFollowUpdatesAndDeletes) {
   // p1 moves to n2 and changes its label: old index entries go.
   ObjectPtr before = c.get("a/p1");
   ObjectPtr old = c.upsert("a/p1", pod("a", "p1", "n2", {{"app", "db"}}, "2"));
-  EXPECT_EQ(old, before);
+  EXPECT_EQ(*old, *before);
+  EXPECT_EQ(objectResourceVersion(*c.get("a/p1")), "2");
   EXPECT_EQ(objectResourceVersion(*before), "1");  // snapshots never change
   EXPECT_EQ(names(c.byIndex(kNodeNameIndex, "n1")), (std::vector<std::string>{"b/p3"}));
   EXPECT_EQ(names(c.byIndex(kLabelsIndex, "app=db")), (std::vector<std::string>{"a/p1", "a/p2"}));
@@ -55,8 +58,10 @@ TEST(Cache, KeysAndIndexesFollowUpdatesAndDeletes) {
   EXPECT_EQ(c.get("b/p3"), nullptr);
 }
 
+INSTANTIATE_TEST_SUITE_P(ParsedAndCompact, CacheModes, ::testing::Bool());
+
 TEST(Cache, CustomIndexAddedLaterIndexesExistingObjects) {
-  Cache c;
+  Cache c(true);
   c.upsert("a/p1", pod("a", "p1", "", {{"tier", "front"}}));
   c.addIndex("tier", [](const json& o) {
     return std::vector<std::string>{o["metadata"]["labels"].value("tier", "")};

@@ -171,6 +171,10 @@ TEST_F(KubeconfigTest, BadInputNamesFileAndField) {
        "/x/config: users[0].user.exec.interactiveMode: required"},
       {cluster + ctx + "users:\n- name: u\n  user: {insecure: [\n", "/x/config: "},
       {"- just\n- a list\n", "/x/config: a kubeconfig must be a mapping"},
+      // JSON kubeconfigs: malformed JSON names the file and where parsing stopped.
+      {"{\"clusters\": [{\"name\": \"k\", \"cluster\": {\"server\": }}]}",
+       "/x/config: "},
+      {"{\"clusters\": {\"name\": 1}}", "/x/config: clusters: must be a list"},
       {cluster + "current-context: c\ncontexts:\n- name: c\n  context: {cluster: zz}\n",
        "/x/config: contexts[0].context.cluster: cluster \"zz\" not found"},
   };
