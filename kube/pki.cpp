@@ -6,6 +6,8 @@
 
 #include "kube/pki.h"
 
+#include "kube/base64.h"
+
 #include <fcntl.h>
 #include <openssl/bio.h>
 #include <openssl/bn.h>
@@ -16,6 +18,7 @@
 #include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <arpa/inet.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -278,14 +281,6 @@ Result<LoadedCa> loadCa(const KeyPair& ca) {
 
 // --- kubeconfig -------------------------------------------------------------------------------
 
-std::string base64(const std::string& in) {
-  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()),
-                          static_cast<int>(in.size()));
-  out.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  return out;
-}
 
 Error fileError(const std::string& what, const std::string& path, int err) {
   return kube::makeError(Code::Internal,
@@ -358,8 +353,9 @@ Result<std::string> signCsr(const KeyPair& ca, const std::string& csrPem, bool s
   return signCsrFor(ca, csrPem, server, std::chrono::seconds(static_cast<long>(days) * 86400));
 }
 
-Result<std::string> signCsrFor(const KeyPair& ca, const std::string& csrPem, bool server,
-                               std::chrono::seconds validity) {
+namespace {
+// A PEM CSR whose self-signature verifies.
+Result<ReqPtr> loadCsr(const std::string& csrPem) {
   ERR_clear_error();
   BioPtr bio = memReader(csrPem);
   ReqPtr req(bio ? PEM_read_bio_X509_REQ(bio.get(), nullptr, nullptr, nullptr) : nullptr);
@@ -369,6 +365,65 @@ Result<std::string> signCsrFor(const KeyPair& ca, const std::string& csrPem, boo
   if (X509_REQ_verify(req.get(), csrKey) != 1) {
     return sslError("CSR signature does not verify", Code::Invalid);
   }
+  return req;
+}
+
+// The CSR's subjectAltName extension, parsed (re-encoding through the parsed form rejects a
+// malformed SAN instead of copying it); null when the CSR has none.
+Result<GenNamesPtr> csrSans(X509_REQ* req) {
+  ExtStackPtr exts(X509_REQ_get_extensions(req));
+  for (int i = 0; exts && i < sk_X509_EXTENSION_num(exts.get()); ++i) {
+    X509_EXTENSION* ext = sk_X509_EXTENSION_value(exts.get(), i);
+    if (OBJ_obj2nid(X509_EXTENSION_get_object(ext)) != NID_subject_alt_name) continue;
+    GenNamesPtr names(static_cast<GENERAL_NAMES*>(X509V3_EXT_d2i(ext)));
+    if (!names) return sslError("CSR subjectAltName is malformed", Code::Invalid);
+    return names;
+  }
+  return GenNamesPtr();
+}
+}  // namespace
+
+Result<CsrInfo> parseCsr(const std::string& csrPem) {
+  Result<ReqPtr> loaded = loadCsr(csrPem);
+  if (!loaded.ok()) return loaded.error();
+  const ReqPtr& req = *loaded;
+  CsrInfo info;
+  const X509_NAME* subject = X509_REQ_get_subject_name(req.get());
+  for (int i = 0; subject && i < X509_NAME_entry_count(subject); ++i) {
+    const X509_NAME_ENTRY* e = X509_NAME_get_entry(subject, i);
+    int nid = OBJ_obj2nid(X509_NAME_ENTRY_get_object(e));
+    const ASN1_STRING* data = X509_NAME_ENTRY_get_data(e);
+    std::string value(reinterpret_cast<const char*>(ASN1_STRING_get0_data(data)),
+                      static_cast<size_t>(ASN1_STRING_length(data)));
+    if (nid == NID_commonName) info.commonName = value;
+    if (nid == NID_organizationName) info.organizations.push_back(value);
+  }
+  Result<GenNamesPtr> names = csrSans(req.get());
+  if (!names.ok()) return names.error();
+  for (int j = 0; *names && j < sk_GENERAL_NAME_num(names->get()); ++j) {
+    const GENERAL_NAME* gn = sk_GENERAL_NAME_value(names->get(), j);
+    if (gn->type == GEN_DNS) {
+      const ASN1_STRING* d = gn->d.dNSName;
+      info.dnsNames.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(d)),
+                                 static_cast<size_t>(ASN1_STRING_length(d)));
+    } else if (gn->type == GEN_IPADD) {
+      const ASN1_OCTET_STRING* ip = gn->d.iPAddress;
+      char buf[64] = {0};
+      int af = ASN1_STRING_length(ip) == 4 ? AF_INET : AF_INET6;
+      if (inet_ntop(af, ASN1_STRING_get0_data(ip), buf, sizeof(buf))) info.ips.push_back(buf);
+    } else {
+      info.otherSans = true;
+    }
+  }
+  return info;
+}
+
+Result<std::string> signCsrFor(const KeyPair& ca, const std::string& csrPem, bool server,
+                               std::chrono::seconds validity) {
+  Result<ReqPtr> loaded = loadCsr(csrPem);
+  if (!loaded.ok()) return loaded.error();
+  const ReqPtr& req = *loaded;
+  EVP_PKEY* csrKey = X509_REQ_get0_pubkey(req.get());
   Result<LoadedCa> issuer = loadCa(ca);
   if (!issuer.ok()) return issuer.error();
   Result<X509Ptr> cert =
@@ -380,16 +435,11 @@ Result<std::string> signCsrFor(const KeyPair& ca, const std::string& csrPem, boo
   }
   if (Status s = addLeafExts(c, issuer->cert.get(), server); !s.ok()) return s.error();
   if (server) {
-    ExtStackPtr exts(X509_REQ_get_extensions(req.get()));
-    for (int i = 0; exts && i < sk_X509_EXTENSION_num(exts.get()); ++i) {
-      X509_EXTENSION* ext = sk_X509_EXTENSION_value(exts.get(), i);
-      if (OBJ_obj2nid(X509_EXTENSION_get_object(ext)) != NID_subject_alt_name) continue;
-      // Re-encode through the parsed form so a malformed SAN is rejected, not copied.
-      GenNamesPtr names(static_cast<GENERAL_NAMES*>(X509V3_EXT_d2i(ext)));
-      if (!names) return sslError("CSR subjectAltName is malformed", Code::Invalid);
-      if (X509_add1_ext_i2d(c, NID_subject_alt_name, names.get(), 0, X509V3_ADD_DEFAULT) != 1) {
-        return sslError("copying subjectAltName");
-      }
+    Result<GenNamesPtr> names = csrSans(req.get());
+    if (!names.ok()) return names.error();
+    if (*names &&
+        X509_add1_ext_i2d(c, NID_subject_alt_name, names->get(), 0, X509V3_ADD_DEFAULT) != 1) {
+      return sslError("copying subjectAltName");
     }
   }
   if (Status s = sign(c, issuer->key.get()); !s.ok()) return s.error();
@@ -477,7 +527,7 @@ Status verifyIssuedBy(const std::string& caPem, const std::string& certPem) {
 Status writeKubeconfig(const std::string& path, const std::string& clusterName,
                        const std::string& serverUrl, const std::string& caPem,
                        const std::string& userName, const KeyPair& client) {
-  WipedString keyData{base64(client.keyPem)};
+  WipedString keyData{base64Encode(client.keyPem)};
   YAML::Emitter out;
   out << YAML::BeginMap;
   out << YAML::Key << "apiVersion" << YAML::Value << "v1";
@@ -486,12 +536,12 @@ Status writeKubeconfig(const std::string& path, const std::string& clusterName,
   out << YAML::Key << "name" << YAML::Value << clusterName;
   out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "server" << YAML::Value << serverUrl;
-  out << YAML::Key << "certificate-authority-data" << YAML::Value << base64(caPem);
+  out << YAML::Key << "certificate-authority-data" << YAML::Value << base64Encode(caPem);
   out << YAML::EndMap << YAML::EndMap << YAML::EndSeq;
   out << YAML::Key << "users" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << userName;
   out << YAML::Key << "user" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "client-certificate-data" << YAML::Value << base64(client.certPem);
+  out << YAML::Key << "client-certificate-data" << YAML::Value << base64Encode(client.certPem);
   out << YAML::Key << "client-key-data" << YAML::Value << keyData.s;
   out << YAML::EndMap << YAML::EndMap << YAML::EndSeq;
   out << YAML::Key << "contexts" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;

@@ -33,6 +33,17 @@ kube::Result<std::string> signCsr(const KeyPair& ca, const std::string& csrPem, 
 kube::Result<std::string> signCsrFor(const KeyPair& ca, const std::string& csrPem, bool server,
                                      std::chrono::seconds validity);
 
+// What a PEM certificate request asks for (for signers that check it before signing).
+struct CsrInfo {
+  std::string commonName;
+  std::vector<std::string> organizations;
+  std::vector<std::string> dnsNames;
+  std::vector<std::string> ips;
+  bool otherSans = false;  // email, URI or other subjectAltName kinds present
+};
+// Parses a PEM CSR and verifies its self-signature. Error (Invalid) naming what is wrong.
+kube::Result<CsrInfo> parseCsr(const std::string& csrPem);
+
 // A new EC P-256 key and a PEM PKCS#10 request for it (subject O=organizations, CN=commonName).
 struct KeyAndCsr {
   std::string keyPem;

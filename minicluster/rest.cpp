@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "kube/base64.h"
 #include "kube/json_parse.h"
 #include "kube/object.h"
 #include "kube/patch.h"
@@ -21,29 +22,6 @@ using kube::Code;
 using kube::makeError;
 
 constexpr int kMaxWriteRetries = 64;
-
-std::string base64(const std::string& in) {
-  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()),
-                          static_cast<int>(in.size()));
-  out.resize(n);
-  return out;
-}
-
-std::optional<std::string> unbase64(const std::string& in) {
-  if (in.empty() || in.size() % 4 != 0) return std::nullopt;
-  std::string out(3 * in.size() / 4 + 1, '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()),
-                          static_cast<int>(in.size()));
-  if (n < 0) return std::nullopt;
-  size_t pad = 0;
-  if (in.size() >= 1 && in[in.size() - 1] == '=') ++pad;
-  if (in.size() >= 2 && in[in.size() - 2] == '=') ++pad;
-  out.resize(n - pad);
-  return out;
-}
 
 std::string generateSuffix() {
   static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
@@ -159,7 +137,7 @@ Result<ListPage> Rest::list(const ResourceInfo& info, const std::string& ns,
   std::string startAfter;
   uint64_t tokenRv = 0;
   if (!opts.continueToken.empty()) {
-    auto decoded = unbase64(opts.continueToken);
+    auto decoded = kube::base64Decode(opts.continueToken);
     json tok;
     if (decoded) tok = json::parse(*decoded, nullptr, false);
     if (!decoded || tok.is_discarded() || !tok.is_object() || !tok.contains("rv") ||
@@ -185,7 +163,7 @@ Result<ListPage> Rest::list(const ResourceInfo& info, const std::string& ns,
   if (opts.limit > 0 && static_cast<int64_t>(all.items.size()) > opts.limit) {
     page.items.assign(all.items.begin(), all.items.begin() + opts.limit);
     json tok = {{"rv", page.rv}, {"start", page.items.back()->key}};
-    page.continueToken = base64(tok.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    page.continueToken = kube::base64Encode(tok.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     page.remainingItemCount = static_cast<int64_t>(all.items.size()) - opts.limit;
   } else {
     page.items = std::move(all.items);

@@ -1,3 +1,4 @@
+#include "fakes/test_csr.h"
 #include "kube/pki.h"
 
 #include <gtest/gtest.h>
@@ -178,28 +179,7 @@ TEST(PkiTest, IssueCertRejectsBadInput) {
 
 // A CSR as a kubelet would make it: its own key, CN/O subject, SANs in an extension request.
 std::string makeCsr(const std::string& cn, const std::string& org, const std::string& san) {
-  PKeyPtr key(EVP_EC_gen("P-256"));
-  ReqPtr req(X509_REQ_new());
-  X509_REQ_set_version(req.get(), 0);
-  X509_NAME* name = X509_REQ_get_subject_name(req.get());
-  X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>(org.c_str()), -1, -1, 0);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
-  X509_REQ_set_pubkey(req.get(), key.get());
-  if (!san.empty()) {
-    STACK_OF(X509_EXTENSION)* exts = sk_X509_EXTENSION_new_null();
-    X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, nullptr, NID_subject_alt_name, san.c_str());
-    sk_X509_EXTENSION_push(exts, ext);
-    X509_REQ_add_extensions(req.get(), exts);
-    sk_X509_EXTENSION_pop_free(exts, X509_EXTENSION_free);
-  }
-  X509_REQ_sign(req.get(), key.get(), EVP_sha256());
-  BioPtr bio(BIO_new(BIO_s_mem()));
-  PEM_write_bio_X509_REQ(bio.get(), req.get());
-  char* data = nullptr;
-  long n = BIO_get_mem_data(bio.get(), &data);
-  return std::string(data, n);
+  return strait::testing::makeTestCsr(cn, org, san);
 }
 
 TEST(PkiTest, SignCsrKeepsSubjectAndCopiesServerSans) {
