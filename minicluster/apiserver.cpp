@@ -10,6 +10,7 @@
 #include "kube/object.h"
 #include "minicluster/api_handler.h"
 #include "minicluster/token_auth.h"
+#include "minicluster/controller_context.h"
 #include "minicluster/controllers.h"
 #include "minicluster/http_server.h"
 #include "kube/pki.h"
@@ -149,6 +150,8 @@ class ApiServerImpl : public ApiServer {
     controllers_ = newControllers(*store_, *registry_, *rest_);
     controllers_->start();
     if (auto s = startSimulation(); !s) return s;
+    workloads_ = std::make_unique<ControllerManager>(*store_, *registry_, *rest_, ca_);
+    workloads_->start();
 
     if (opts_.kubeconfigOut) {
       std::string host = opts_.listenHost == "0.0.0.0" ? "127.0.0.1" : opts_.listenHost;
@@ -172,6 +175,7 @@ class ApiServerImpl : public ApiServer {
     if (nodeLifecycle_) nodeLifecycle_->stop();
     if (kubeletHttp_) kubeletHttp_->stop();
     if (kubelets_) kubelets_->stop();
+    if (workloads_) workloads_->stop();
     if (controllers_) controllers_->stop();
     if (http_) http_->stop();
   }
@@ -257,6 +261,7 @@ class ApiServerImpl : public ApiServer {
   std::unique_ptr<HttpServer> kubeletHttp_;
   std::unique_ptr<NodeLifecycleController> nodeLifecycle_, taintEviction_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<ControllerManager> workloads_;  // deployments, endpoints, CSR signing...
   KeyPair ca_, admin_;
   bool stopped_ = false;
 };

@@ -80,6 +80,10 @@ void LocalInformer::start() {
 
 void LocalInformer::stop() {
   stopping_ = true;
+  {
+    std::lock_guard<std::mutex> l(watchMu_);
+    if (watch_) watch_->stop();
+  }
   if (thread_.joinable()) thread_.join();
 }
 
@@ -124,6 +128,17 @@ std::vector<CachedPtr> LocalInformer::byIndex(const std::string& index,
     if (it != items_.end()) out.push_back(it->second);
   }
   return out;
+}
+
+bool LocalInformer::waitFor(const std::string& ns, const std::string& name, uint64_t rv,
+                            std::chrono::milliseconds timeout) const {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    auto o = get(ns, name);
+    if (rv == 0 ? o == nullptr : (o && o->stored->rv >= rv)) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 size_t LocalInformer::size() const {
@@ -230,6 +245,11 @@ void LocalInformer::run() {
       std::this_thread::sleep_for(kRetryInterval);
       continue;
     }
+    {
+      std::lock_guard<std::mutex> l(watchMu_);
+      watch_ = w->get();
+      if (stopping_) watch_->stop();
+    }
     while (!stopping_) {
       auto ev = (*w)->next(kPollInterval);
       if ((*w)->ended()) {
@@ -252,6 +272,8 @@ void LocalInformer::run() {
         notifyAdd(c);
       }
     }
+    std::lock_guard<std::mutex> l(watchMu_);
+    watch_ = nullptr;
   }
 }
 

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <set>
 #include <shared_mutex>
@@ -95,6 +96,11 @@ class LocalInformer {
   std::vector<CachedPtr> list(const std::string& ns = "") const;
   // Objects filed under `value` in index `index` (empty if the index is unknown).
   std::vector<CachedPtr> byIndex(const std::string& index, const std::string& value) const;
+  // Blocks until the cache holds ns/name at a resourceVersion >= rv (rv == 0: until the
+  // object is absent), or the timeout passes; returns whether it happened. Lets a controller
+  // see its own write before its next sync. Any thread except the informer's own.
+  bool waitFor(const std::string& ns, const std::string& name, uint64_t rv,
+               std::chrono::milliseconds timeout) const;
   // Number of cached objects.
   size_t size() const;
 
@@ -118,6 +124,8 @@ class LocalInformer {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> synced_{false};
   std::thread thread_;
+  std::mutex watchMu_;
+  Watch* watch_ = nullptr;  // the live watch, protected by watchMu_ (stop() ends it)
 
   // State below is protected by mu_.
   mutable std::shared_mutex mu_;

@@ -1,0 +1,277 @@
+// ReplicaSet controller (upstream pkg/controller/replicaset): keeps spec.replicas active
+// pods from the template, adopts and releases pods by selector, deletes the pods least
+// worth keeping first, and writes status. Expectations keep it from creating or deleting
+// again while its own earlier writes have not reached the pod informer yet.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+
+#include "kube/object.h"
+#include "minicluster/controller_context.h"
+#include "minicluster/controller_ref.h"
+#include "minicluster/json_access.h"
+#include "minicluster/pod_util.h"
+#include "minicluster/work_queue.h"
+
+namespace strait::minicluster {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+constexpr int kBurstReplicas = 500;
+constexpr auto kExpectationsTimeout = std::chrono::minutes(5);
+
+// Pending creates and deletes per ReplicaSet key (upstream ControllerExpectations with UID
+// tracking for deletions). Thread-safe.
+class Expectations {
+ public:
+  bool satisfied(const std::string& key) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) return true;
+    const auto& e = it->second;
+    return (e.adds <= 0 && e.deletes.empty()) || Clock::now() - e.since > kExpectationsTimeout;
+  }
+  void expectCreations(const std::string& key, int n) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto& e = map_[key];
+    e.adds = n;
+    e.since = Clock::now();
+  }
+  void creationObserved(const std::string& key) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (auto it = map_.find(key); it != map_.end()) --it->second.adds;
+  }
+  void expectDeletions(const std::string& key, const std::set<std::string>& podKeys) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto& e = map_[key];
+    e.deletes = podKeys;
+    e.since = Clock::now();
+  }
+  void deletionObserved(const std::string& key, const std::string& podKey) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (auto it = map_.find(key); it != map_.end()) it->second.deletes.erase(podKey);
+  }
+  void forget(const std::string& key) {
+    std::lock_guard<std::mutex> l(mu_);
+    map_.erase(key);
+  }
+
+ private:
+  struct Entry {
+    int adds = 0;
+    std::set<std::string> deletes;
+    Clock::time_point since;
+  };
+  std::mutex mu_;
+  std::map<std::string, Entry> map_;  // protected by mu_
+};
+
+class ReplicaSetController : public Controller {
+ public:
+  explicit ReplicaSetController(ControllerContext& ctx)
+      : ctx_(ctx),
+        podInfo_(ctx.info("", "pods")),
+        rsInfo_(ctx.info("apps", "replicasets")),
+        pods_(ctx.informers.informer("", "pods")),
+        sets_(ctx.informers.informer("apps", "replicasets")),
+        queue_(WorkQueueOptions{"replicaset", 2},
+               [this](const std::string& key) { return sync(key); }) {
+    sets_.addHandlers(enqueueHandlers(queue_));
+
+    InformerHandlers pod;
+    pod.onAdd = [this](const CachedPtr& p) {
+      if (kube::isBeingDeleted(p->obj)) return podDeleted(p);
+      if (auto key = controllerKey(*p)) {
+        expectations_.creationObserved(*key);
+        queue_.add(*key);
+      } else {
+        enqueueMatching(*p);
+      }
+    };
+    pod.onUpdate = [this](const CachedPtr& old, const CachedPtr& cur) {
+      if (kube::isBeingDeleted(cur->obj) && !kube::isBeingDeleted(old->obj)) podDeleted(cur);
+      auto oldKey = controllerKey(*old), curKey = controllerKey(*cur);
+      if (oldKey && oldKey != curKey) queue_.add(*oldKey);
+      if (curKey) {
+        queue_.add(*curKey);
+      } else if (kube::getLabels(old->obj) != kube::getLabels(cur->obj) || oldKey) {
+        enqueueMatching(*cur);
+      }
+    };
+    pod.onDelete = [this](const CachedPtr& p) { podDeleted(p); };
+    pods_.addHandlers(pod);
+  }
+
+  void start() override { queue_.start(); }
+  void stop() override { queue_.stop(); }
+
+ private:
+  // "ns/name" of the ReplicaSet controlling the pod, if that ReplicaSet exists with that uid.
+  std::optional<std::string> controllerKey(const CachedObject& pod) {
+    auto ref = kube::getControllerOf(pod.obj);
+    if (!ref || ref->value("kind", "") != "ReplicaSet") return std::nullopt;
+    auto rs = sets_.get(pod.ns, ref->value("name", ""));
+    if (!rs || rs->uid != ref->value("uid", "")) return std::nullopt;
+    return objectKey(rs->ns, rs->name);
+  }
+
+  void podDeleted(const CachedPtr& p) {
+    if (auto key = controllerKey(*p)) {
+      expectations_.deletionObserved(*key, objectKey(p->ns, p->name));
+      queue_.add(*key);
+    }
+  }
+
+  // An orphan changed: every ReplicaSet of its namespace whose selector matches may adopt it.
+  void enqueueMatching(const CachedObject& pod) {
+    auto labels = kube::getLabels(pod.obj);
+    for (const auto& rs : sets_.list(pod.ns)) {
+      auto sel = kube::LabelSelector::fromJson(child(rs->obj, "spec").value("selector", json()));
+      if (sel && !sel->empty() && sel->matches(labels)) queue_.add(objectKey(rs->ns, rs->name));
+    }
+  }
+
+  kube::Status sync(const std::string& key) {
+    auto rs = sets_.getByKey(key);
+    if (!rs) {
+      expectations_.forget(key);
+      return kube::Status::OK();
+    }
+    const json& spec = child(rs->obj, "spec");
+    auto selector = kube::LabelSelector::fromJson(spec.value("selector", json()));
+    if (!selector || selector->empty()) {
+      spdlog::warn("event=replicaset_invalid_selector replicaset={}", key);
+      return kube::Status::OK();
+    }
+    std::vector<CachedPtr> active;
+    for (const auto& p : pods_.list(rs->ns)) {
+      if (isPodActive(p->obj)) active.push_back(p);
+    }
+    OwnerInfo owner{"apps/v1", "ReplicaSet", rs->name, rs->uid, kube::isBeingDeleted(rs->obj)};
+    auto owned = claimObjects(ctx_.rest, podInfo_, owner, *selector, active);
+
+    kube::Status result;
+    if (expectations_.satisfied(key) && !owner.deleting) {
+      result = manageReplicas(*rs, owner, owned);
+    }
+    if (auto s = updateStatus(*rs, owned); !s) return s;
+    return result;
+  }
+
+  kube::Status manageReplicas(const CachedObject& rs, const OwnerInfo& owner,
+                              const std::vector<CachedPtr>& owned) {
+    const std::string key = objectKey(rs.ns, rs.name);
+    int64_t want = intOf(child(rs.obj, "spec"), "replicas", 1);
+    int64_t diff = static_cast<int64_t>(owned.size()) - want;
+    if (diff < 0) {
+      int n = static_cast<int>(std::min<int64_t>(-diff, kBurstReplicas));
+      expectations_.expectCreations(key, n);
+      json pod = podFromTemplate(rs, owner);
+      for (int i = 0; i < n; ++i) {
+        WriteOptions wo;
+        wo.fieldValidation = FieldValidation::Ignore;
+        auto r = ctx_.rest.create(podInfo_, rs.ns, pod, wo, nullptr);
+        if (!r) {
+          for (int j = i; j < n; ++j) expectations_.creationObserved(key);
+          spdlog::warn("event=pod_create_failed replicaset={} error=\"{}\"", key,
+                       r.error().message);
+          return r.error();
+        }
+      }
+      spdlog::info("event=pods_created replicaset={} count={}", key, n);
+    } else if (diff > 0) {
+      std::vector<CachedPtr> victims = owned;
+      std::sort(victims.begin(), victims.end(), [](const CachedPtr& a, const CachedPtr& b) {
+        return deleteBefore(a->obj, b->obj);
+      });
+      victims.resize(std::min<int64_t>(diff, kBurstReplicas));
+      std::set<std::string> keys;
+      for (const auto& v : victims) keys.insert(objectKey(v->ns, v->name));
+      expectations_.expectDeletions(key, keys);
+      for (const auto& v : victims) {
+        DeleteOptions d;
+        d.preconditionUid = v->uid;
+        auto r = ctx_.rest.remove(podInfo_, v->ns, v->name, d);
+        if (!r) {
+          expectations_.deletionObserved(key, objectKey(v->ns, v->name));
+          if (r.error().code != kube::Code::NotFound) return r.error();
+        }
+      }
+      spdlog::info("event=pods_deleted replicaset={} count={}", key, victims.size());
+    }
+    return kube::Status::OK();
+  }
+
+  static json podFromTemplate(const CachedObject& rs, const OwnerInfo& owner) {
+    const json& tmpl = child(child(rs.obj, "spec"), "template");
+    json meta = json::object();
+    const json& tmeta = child(tmpl, "metadata");
+    for (const char* k : {"labels", "annotations", "finalizers"}) {
+      if (tmeta.contains(k)) meta[k] = tmeta.at(k);
+    }
+    meta["generateName"] = rs.name + "-";
+    meta["namespace"] = rs.ns;
+    meta["ownerReferences"] = json::array({controllerRef(owner)});
+    return {{"apiVersion", "v1"},
+            {"kind", "Pod"},
+            {"metadata", meta},
+            {"spec", child(tmpl, "spec")}};
+  }
+
+  kube::Status updateStatus(const CachedObject& rs, const std::vector<CachedPtr>& owned) {
+    const json& spec = child(rs.obj, "spec");
+    int64_t minReady = intOf(spec, "minReadySeconds");
+    auto tmplLabels = kube::getLabels(child(spec, "template"));
+    auto now = std::chrono::system_clock::now();
+    int64_t fully = 0, ready = 0, available = 0;
+    for (const auto& p : owned) {
+      auto labels = kube::getLabels(p->obj);
+      bool all = std::all_of(tmplLabels.begin(), tmplLabels.end(), [&](const auto& kv) {
+        auto it = labels.find(kv.first);
+        return it != labels.end() && it->second == kv.second;
+      });
+      if (all) ++fully;
+      if (isPodReady(p->obj)) ++ready;
+      if (isPodAvailable(p->obj, minReady, now)) ++available;
+    }
+    int64_t replicas = static_cast<int64_t>(owned.size());
+    int64_t generation = kube::getGeneration(rs.obj);
+    auto r = ctx_.rest.mutate(rsInfo_, rs.ns, rs.name, "status", [&](json& obj) {
+      json& st = obj["status"];
+      if (!st.is_object()) st = json::object();
+      st["replicas"] = replicas;
+      st["fullyLabeledReplicas"] = fully;
+      st["readyReplicas"] = ready;
+      st["availableReplicas"] = available;
+      st["observedGeneration"] = generation;
+      // Upstream omits zero counts (omitempty) except replicas.
+      for (const char* k : {"fullyLabeledReplicas", "readyReplicas", "availableReplicas"}) {
+        if (st[k] == 0) st.erase(k);
+      }
+      return kube::Status::OK();
+    });
+    if (!r && r.error().code != kube::Code::NotFound) return r.error();
+    if (minReady > 0 && available < ready) {
+      queue_.addAfter(objectKey(rs.ns, rs.name), std::chrono::seconds(minReady));
+    }
+    return kube::Status::OK();
+  }
+
+  ControllerContext& ctx_;
+  const ResourceInfo& podInfo_;
+  const ResourceInfo& rsInfo_;
+  LocalInformer& pods_;
+  LocalInformer& sets_;
+  Expectations expectations_;
+  WorkQueue queue_;
+};
+
+}  // namespace
+
+std::unique_ptr<Controller> newReplicaSetController(ControllerContext& ctx) {
+  return std::make_unique<ReplicaSetController>(ctx);
+}
+
+}  // namespace strait::minicluster
