@@ -205,6 +205,7 @@ Result<WriteOptions> writeOptions(const HttpRequest& req, const std::string& sub
                                            "\"Strict\"");
   }
   w.fieldManager = req.queryParam("fieldManager");
+  w.user = UserInfo{req.user, req.groups};
   return w;
 }
 
@@ -237,6 +238,7 @@ Result<json> parseBody(const HttpRequest& req) {
 
 Result<DeleteOptions> deleteOptions(const HttpRequest& req) {
   DeleteOptions d;
+  d.user = UserInfo{req.user, req.groups};
   json body = json::object();
   if (!req.body.empty()) {
     auto b = parseBody(req);
@@ -305,6 +307,13 @@ std::string statusBody(const kube::Error& e, const std::string& name, const std:
             {"message", e.message},
             {"reason", kube::reasonOf(e.code)},
             {"code", kube::httpCode(e.code)}};
+  if (e.reason) {
+    if (e.reason->empty()) {
+      s.erase("reason");
+    } else {
+      s["reason"] = *e.reason;
+    }
+  }
   if (!name.empty() || !kind.empty() || !e.causes.empty()) {
     json d = json::object();
     if (!name.empty()) d["name"] = name;

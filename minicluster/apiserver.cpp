@@ -121,6 +121,8 @@ class ApiServerImpl : public ApiServer {
     setDefaultTolerationSeconds(opts_.simulation.defaultTolerationSeconds);
     registry_ = std::make_unique<Registry>();
     rest_ = std::make_unique<Rest>(*store_, *registry_);
+    admission_ = newWebhookAdmission(*store_, *registry_);
+    rest_->setAdmission(admission_.get());
     loadCustomResources();
     if (auto s = bootstrapNamespaces(); !s) return s;
 
@@ -251,6 +253,7 @@ class ApiServerImpl : public ApiServer {
   ApiServerOptions opts_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Registry> registry_;
+  std::unique_ptr<Admission> admission_;  // declared before rest_: outlives it
   std::unique_ptr<Rest> rest_;
   std::unique_ptr<ApiHandler> handler_;
   std::unique_ptr<TokenAuthHandler> tokenAuth_;

@@ -60,6 +60,20 @@ kube::Error alreadyExists(const ResourceInfo& info, const std::string& name) {
   return e;
 }
 
+// After mutating admission on create: the server-set identity of the object stays.
+void keepServerFields(json& obj, const ResourceInfo& info, const std::string& ns,
+                      const json& before) {
+  if (!obj.is_object()) obj = json::object();
+  obj["kind"] = info.kind;
+  obj["apiVersion"] = info.apiVersion();
+  json& meta = obj["metadata"];
+  if (!meta.is_object()) meta = json::object();
+  for (const char* k : {"name", "uid", "creationTimestamp", "generation"}) {
+    if (before.contains(k)) meta[k] = before[k];
+  }
+  if (info.namespaced) meta["namespace"] = ns;
+}
+
 bool allowsCreateOnUpdate(const ResourceInfo& info) {
   return info.group == "coordination.k8s.io" ||
          (info.group.empty() && (info.resource == "endpoints" || info.resource == "events"));
@@ -282,9 +296,21 @@ Result<ObjectPtr> Rest::create(const ResourceInfo& info, const std::string& ns, 
   std::string generateName = meta.value("generateName", "");
   bool generated = meta.value("name", "").empty() && !generateName.empty();
   for (int attempt = 0; attempt < 8; ++attempt) {
-    if (generated) meta["name"] = generateName + generateSuffix();
+    // `obj` may be replaced by mutating admission: address its metadata afresh each time.
+    if (generated) obj["metadata"]["name"] = generateName + generateSuffix();
+    AdmissionAttributes attrs{"CREATE", &info, opts.subresource, nsName,
+                              obj["metadata"].value("name", ""), nullptr, opts.dryRun,
+                              opts.user};
+    if (admission_ && attempt == 0) {
+      const json metaBefore = obj["metadata"];
+      if (auto s = admission_->mutate(attrs, &obj); !s) return s.error();
+      keepServerFields(obj, info, nsName, metaBefore);
+    }
     if (auto s = validateObject(info, obj, true); !s) return s.error();
-    std::string name = meta["name"];
+    if (admission_ && attempt == 0) {
+      if (auto s = admission_->validate(attrs, &obj); !s) return s.error();
+    }
+    std::string name = obj["metadata"]["name"];
     if (opts.dryRun) {
       if (store_.get(key(info, nsName, name))) {
         return alreadyExists(info, name);
@@ -317,7 +343,7 @@ Result<ObjectPtr> Rest::write(const ResourceInfo& info, const std::string& ns,
                               const std::string& name, const std::string& subresource,
                               bool dryRun,
                               const std::function<Result<json>(const json* current)>& build,
-                              bool allowCreate) {
+                              bool allowCreate, const UserInfo& user) {
   const std::string k = key(info, ns, name);
   for (int attempt = 0; attempt < kMaxWriteRetries; ++attempt) {
     auto cur = store_.get(k);
@@ -328,6 +354,7 @@ Result<ObjectPtr> Rest::write(const ResourceInfo& info, const std::string& ns,
       WriteOptions o;
       o.dryRun = dryRun;
       o.fieldValidation = FieldValidation::Ignore;
+      o.user = user;
       auto created = create(info, ns, std::move(*obj), o, nullptr);
       if (!created && created.error().code == Code::AlreadyExists) continue;
       return created;
@@ -359,7 +386,15 @@ Result<ObjectPtr> Rest::write(const ResourceInfo& info, const std::string& ns,
       return makeError(Code::Conflict, conflictMessage(info, name));
     }
     prepareForUpdate(info, subresource, obj, old);
+    AdmissionAttributes attrs{"UPDATE", &info, subresource, ns, name, &old, dryRun, user};
+    if (admission_) {
+      if (auto s = admission_->mutate(attrs, &obj); !s) return s.error();
+      prepareForUpdate(info, subresource, obj, old);  // webhooks may not touch server fields
+    }
     if (auto s = validateObject(info, obj, false); !s) return s.error();
+    if (admission_) {
+      if (auto s = admission_->validate(attrs, &obj); !s) return s.error();
+    }
     obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"];
     if (obj == old) return current;  // no-op: no new resourceVersion, no event
     if (dryRun) {
@@ -406,7 +441,7 @@ Result<ObjectPtr> Rest::update(const ResourceInfo& info, const std::string& ns,
   }
   bool allowCreate = opts.subresource.empty() && allowsCreateOnUpdate(info);
   return write(info, ns, name, opts.subresource, opts.dryRun,
-               [&](const json*) -> Result<json> { return obj; }, allowCreate);
+               [&](const json*) -> Result<json> { return obj; }, allowCreate, opts.user);
 }
 
 Result<ObjectPtr> Rest::mutate(const ResourceInfo& info, const std::string& ns,
@@ -495,7 +530,7 @@ Result<ObjectPtr> Rest::patch(const ResourceInfo& info, const std::string& ns,
         }
         return merged;
       },
-      apply && opts.subresource.empty());
+      apply && opts.subresource.empty(), opts.user);
 }
 
 Result<DeleteResult> Rest::remove(const ResourceInfo& info, const std::string& ns,
@@ -506,6 +541,11 @@ Result<DeleteResult> Rest::remove(const ResourceInfo& info, const std::string& n
     if (!cur) return notFound(info, name);
     const ObjectPtr current = *cur;
     json obj = json::parse(current->json);
+    if (admission_ && attempt == 0) {
+      AdmissionAttributes attrs{"DELETE", &info, "", ns, name, &obj, opts.dryRun, opts.user};
+      if (auto s = admission_->mutate(attrs, nullptr); !s) return s.error();
+      if (auto s = admission_->validate(attrs, nullptr); !s) return s.error();
+    }
     json& meta = obj["metadata"];
     if (opts.preconditionUid && *opts.preconditionUid != meta.value("uid", "")) {
       return makeError(Code::Conflict, "Precondition failed: UID in precondition: " +

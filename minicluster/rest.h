@@ -17,6 +17,7 @@
 
 #include "kube/selector.h"
 #include "kube/status.h"
+#include "minicluster/admission.h"
 #include "minicluster/registry.h"
 #include "minicluster/store.h"
 
@@ -31,6 +32,7 @@ struct WriteOptions {
   FieldValidation fieldValidation = FieldValidation::Warn;
   std::string subresource;  // "", "status", "scale", "approval", "finalize"
   std::string fieldManager;
+  UserInfo user;  // the requester, for admission; empty = the API server's own controllers
 };
 
 struct ListOptions {
@@ -55,6 +57,7 @@ struct DeleteOptions {
   std::optional<std::string> preconditionUid;
   std::optional<std::string> preconditionResourceVersion;
   bool dryRun = false;
+  UserInfo user;
 };
 
 struct DeleteResult {
@@ -65,6 +68,11 @@ struct DeleteResult {
 class Rest {
  public:
   Rest(Store& store, Registry& registry);
+
+  // Admission run on every create, update and delete (mutating before validation,
+  // validating after). Set once before the first request; null (the default) = none. Not
+  // owned; must outlive this Rest.
+  void setAdmission(Admission* admission) { admission_ = admission; }
 
   Result<ObjectPtr> get(const ResourceInfo& info, const std::string& ns,
                         const std::string& name) const;
@@ -103,12 +111,13 @@ class Rest {
   Result<ObjectPtr> write(const ResourceInfo& info, const std::string& ns,
                           const std::string& name, const std::string& subresource, bool dryRun,
                           const std::function<Result<json>(const json* current)>& build,
-                          bool allowCreate);
+                          bool allowCreate, const UserInfo& user = {});
   NewObject seal(const ResourceInfo& info, json& obj, uint64_t rv) const;
   kube::Status checkNamespace(const ResourceInfo& info, const std::string& ns) const;
 
   Store& store_;
   Registry& registry_;
+  Admission* admission_ = nullptr;
 };
 
 }  // namespace strait::minicluster

@@ -1,0 +1,35 @@
+#pragma once
+// The HTTPS client the API server uses to call admission webhooks: one POST of a JSON body,
+// the server verified against a CA bundle and a host name (or IP), within a deadline.
+// Boost.Beast and OpenSSL stay inside webhook_client.cpp.
+//
+// Thread-safe: each call uses its own connection and I/O context.
+
+#include <chrono>
+#include <string>
+
+#include "kube/status.h"
+
+namespace strait::minicluster {
+
+struct WebhookTarget {
+  std::string host;        // where to connect: IP address or DNS name
+  uint16_t port = 443;
+  std::string path = "/";  // request target, query included
+  std::string serverName;  // name (or IP) the certificate must be valid for; "" = host
+  std::string caPem;       // trusted CAs; "" = the system's default trust store
+};
+
+struct WebhookReply {
+  int status = 0;
+  std::string body;
+};
+
+// POSTs `body` (Content-Type: application/json) and returns the reply. Errors (Internal)
+// read like upstream's: `Post "https://host:port/path": <what failed>` — connection refused,
+// TLS verification failure, context deadline exceeded (timeout), malformed HTTP. Blocks at
+// most about `timeout`.
+kube::Result<WebhookReply> postWebhook(const WebhookTarget& target, const std::string& body,
+                                       std::chrono::milliseconds timeout);
+
+}  // namespace strait::minicluster
