@@ -53,9 +53,6 @@ struct Error {
   std::string name;  // details.name: the object concerned, when known
   std::string kind;  // details.kind: its kind (Invalid) or resource (NotFound, Conflict)
   std::vector<Cause> causes;
-  // Overrides reasonOf(code) in the Status sent to clients (admission webhook denials carry
-  // the webhook's own reason, often none: then the Status has no reason).
-  std::optional<std::string> reason;
 };
 
 inline Error makeError(Code c, std::string msg, std::string field = {}) {

@@ -371,8 +371,8 @@ class WebhookAdmission : public Admission {
     } else {
       msg += " without explanation";
     }
+    // The Status reason is the one of the code (upstream passes the webhook's own through).
     kube::Error e = makeError(kube::codeFromReason(reason, static_cast<int>(code)), msg);
-    e.reason = reason;
     spdlog::info("event=admission_denied webhook={} message=\"{}\"", h.name, msg);
     return e;
   }

@@ -307,13 +307,6 @@ std::string statusBody(const kube::Error& e, const std::string& name, const std:
             {"message", e.message},
             {"reason", kube::reasonOf(e.code)},
             {"code", kube::httpCode(e.code)}};
-  if (e.reason) {
-    if (e.reason->empty()) {
-      s.erase("reason");
-    } else {
-      s["reason"] = *e.reason;
-    }
-  }
   if (!name.empty() || !kind.empty() || !e.causes.empty()) {
     json d = json::object();
     if (!name.empty()) d["name"] = name;
