@@ -264,7 +264,9 @@ class WebhookAdmission : public Admission {
     if (!service) return makeError(Code::Internal, "service \"" + name + "\" not found");
     std::string portName;
     bool found = false;
-    for (const auto& p : childArray(child(kube::parseJson((*service)->json).value(), "spec"), "ports")) {
+    auto svcObj = kube::parseJson((*service)->json);
+    const json svcJson = svcObj ? *svcObj : json::object();
+    for (const auto& p : childArray(child(svcJson, "spec"), "ports")) {
       if (intOf(p, "port") == port) {
         portName = stringOf(p, "name");
         found = true;
@@ -275,8 +277,9 @@ class WebhookAdmission : public Admission {
     }
     auto ep = store_.get("/core/endpoints/" + ns + "/" + name);
     if (ep) {
-      auto eps = kube::parseJson((*ep)->json);
-      for (const auto& subset : childArray(eps ? *eps : json(), "subsets")) {
+      auto parsedEp = kube::parseJson((*ep)->json);
+      const json eps = parsedEp ? *parsedEp : json::object();
+      for (const auto& subset : childArray(eps, "subsets")) {
         const json& addrs = childArray(subset, "addresses");
         if (addrs.empty()) continue;
         for (const auto& p : childArray(subset, "ports")) {

@@ -65,6 +65,10 @@ TEST_F(ReplicaSetControllerTest, ScaleDownDeletesNotReadyPodsFirstAndReplacesDel
     setPodReady("default", pods[i]["metadata"]["name"], true);
     ready.insert(pods[i]["metadata"]["name"]);
   }
+  // Scale only once the controller has seen the readiness (its pod informer may lag).
+  ASSERT_TRUE(eventually([&] {
+    return get("apps", "replicasets", "default", "web")->at("status").value("readyReplicas", 0) == 2;
+  }));
   ASSERT_TRUE(mutate("apps", "replicasets", "default", "web", "", [](json& o) {
                 o["spec"]["replicas"] = 2;
               }).ok());
