@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -195,7 +196,11 @@ class ApiServerImpl : public ApiServer {
  private:
   // Scheduler, simulated kubelets (and their HTTPS API), node lifecycle controllers.
   kube::Status startSimulation() {
-    const SimulationOptions& sim = opts_.simulation;
+    SimulationOptions sim = opts_.simulation;
+    // A kubelet renews its lease at a quarter of the 40 s lease (10 s); with a shorter node
+    // monitor grace period (tests) the renewals must come faster, or healthy nodes would go
+    // Unknown between two renewals.
+    sim.leaseRenewInterval = std::min(sim.leaseRenewInterval, sim.nodeMonitorGracePeriod / 4);
     kubelets_ = newSimulatedKubelets(*store_, *registry_, *rest_, sim);
     if (!sim.pools.empty()) {
       // One HTTPS kubelet API for every simulated node (each Node names its port).
