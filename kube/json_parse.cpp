@@ -33,7 +33,9 @@ Result<nlohmann::json> parseJson(std::string_view text, int maxDepth) {
   }
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for numbers beyond a double ("1E888"; found by
+    // watch_decoder_fuzz).
     return makeError(Code::BadRequest, e.what());
   }
 }
