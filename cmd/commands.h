@@ -8,6 +8,7 @@ void addMiniclusterCommand(CLI::App& app);
 void addAgentCommand(CLI::App& app);
 void addPeeringCommands(CLI::App& app);  // token, peer, unpeer, status
 void addGatewayCommand(CLI::App& app);
+void addOffloadCommands(CLI::App& app);  // offload, unoffload
 
 // Exit code recorded by the subcommand that ran.
 int exitCode();

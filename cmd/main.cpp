@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   strait::cmd::addAgentCommand(app);
   strait::cmd::addPeeringCommands(app);
   strait::cmd::addGatewayCommand(app);
+  strait::cmd::addOffloadCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

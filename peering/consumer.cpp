@@ -44,7 +44,7 @@ json conditionsFor(const json& fc, bool authenticated, const std::string& authRe
 void toProto(const json& list, v1::ResourceList* out) {
   kube::Result<ResourceMap> r = kube::parseResourceList(list);
   if (!r.ok()) return;
-  for (const auto& [k, v] : *r) (*out->mutable_items())[k] = v.toString();
+  resourcesToProto(*r, out);
 }
 
 json fromProto(const v1::ResourceList& l) {
@@ -135,8 +135,20 @@ void ConsumerController::tick(std::chrono::system_clock::time_point now) {
     }
   }
   for (auto it = peerings_.begin(); it != peerings_.end();) {
-    it = seen.count(it->first) ? std::next(it) : peerings_.erase(it);
+    if (seen.count(it->first)) {
+      ++it;
+      continue;
+    }
+    announceDown(it->first, it->second);
+    it = peerings_.erase(it);
   }
+}
+
+void ConsumerController::announceDown(const std::string& providerId, Peering& p) {
+  if (!p.announced) return;
+  p.announced = false;
+  spdlog::info("event=peering_down provider={} name={}", providerId, p.fcName);
+  if (config_.observer) config_.observer->peeringDown(providerId);
 }
 
 bool ConsumerController::loadCredential(const std::string& providerId, const std::string& fcName,
@@ -157,7 +169,8 @@ bool ConsumerController::loadCredential(const std::string& providerId, const std
     return false;
   }
   p->fcName = fcName;
-  p->rpc = std::move(*rpc);
+  p->rpc = std::shared_ptr<RpcClient>(std::move(*rpc));
+  p->tenantNamespace = dataField(*secret, "tenantNamespace");
   p->notAfter = info->notAfter;
   p->issuedAt = info->notBefore;
   std::string issued = secret->value("/metadata/annotations"_json_pointer, json::object())
@@ -294,6 +307,18 @@ void ConsumerController::heartbeat(const json& fc, Peering& p,
     status["lastHeartbeatTime"] = rfc3339(done);
     status["certificateNotAfter"] = rfc3339(p.notAfter);
     patchStatus(p.fcName, status);
+    const std::string providerId = fc.value("/spec/clusterID"_json_pointer, std::string());
+    if (!p.live) {
+      p.live = std::make_shared<LivePeering>(identity_.clusterId, providerId, p.fcName,
+                                             p.tenantNamespace);
+    }
+    p.live->setRpc(p.rpc);
+    p.live->setHeartbeat(resourcesFromProto(resp.granted()), summaryFromProto(resp.summary()));
+    if (!p.announced) {
+      p.announced = true;
+      spdlog::info("event=peering_up provider={} name={}", providerId, p.fcName);
+      if (config_.observer) config_.observer->peeringUp(p.live);
+    }
     return;
   }
   bool revoked = s.code() == Code::Forbidden;
@@ -303,6 +328,10 @@ void ConsumerController::heartbeat(const json& fc, Peering& p,
     p.revoked = revoked;
     spdlog::warn("event=provider_lost provider={} revoked={} error=\"{}\"", p.fcName, revoked,
                  s.error().message);
+    if (revoked) {
+      announceDown(fc.value("/spec/clusterID"_json_pointer, std::string()), p);
+      p.live.reset();  // a new one if the provider accepts us again
+    }
     patchStatus(p.fcName,
                 conditionsFor(fc, !revoked, revoked ? "Revoked" : "CertificateIssued",
                               revoked ? s.error().message : "client certificate signed by the provider CA",
@@ -348,7 +377,10 @@ void ConsumerController::renew(const std::string& providerId, Peering& p,
     fresh.lastAttempt = p.lastAttempt;
     fresh.lastSuccess = p.lastSuccess;
     fresh.connected = p.connected;
+    fresh.live = p.live;
+    fresh.announced = p.announced;
     p = std::move(fresh);
+    if (p.live) p.live->setRpc(p.rpc);
   }
   spdlog::info("event=certificate_renewed provider={} not_after={}", providerId,
                rfc3339(p.notAfter));

@@ -9,7 +9,10 @@
 //     and used resources in the ForeignCluster status; after `lostAfter` without an answer
 //     Connected turns False (that is "noticing a lost peer");
 //   - renews the client certificate when two thirds of its lifetime have passed;
-//   - delivers revocations left by `strait unpeer --force` while the provider was away.
+//   - delivers revocations left by `strait unpeer --force` while the provider was away;
+//   - keeps the grant and provider summary of the last heartbeat in a LivePeering and
+//     announces it to the PeeringObserver after the first answered heartbeat, and its end
+//     when the ForeignCluster goes or the provider revokes the peering.
 //
 // Not thread-safe: tick() is called from the agent's single loop thread only.
 
@@ -20,6 +23,7 @@
 
 #include "kube/client.h"
 #include "peering/identity.h"
+#include "peering/observer.h"
 #include "peering/transport.h"
 
 namespace strait::peering {
@@ -29,6 +33,9 @@ struct ConsumerConfig {
   std::chrono::milliseconds lostAfter{3000};
   std::chrono::milliseconds callTimeout{5000};
   std::string ownEndpoint;  // this agent's advertised endpoint (sent to providers)
+  // Told when a peering becomes usable and when it ends (observer.h). Borrowed, optional;
+  // must outlive the controller.
+  PeeringObserver* observer = nullptr;
 };
 
 class ConsumerController {
@@ -44,7 +51,10 @@ class ConsumerController {
  private:
   struct Peering {
     std::string fcName;
-    std::unique_ptr<RpcClient> rpc;
+    std::shared_ptr<RpcClient> rpc;  // replaced on renewal (LivePeering hands it out)
+    std::string tenantNamespace;
+    std::shared_ptr<LivePeering> live;  // created on the first answered heartbeat
+    bool announced = false;             // observer told peeringUp (and not yet Down)
     std::chrono::system_clock::time_point issuedAt;  // of the current certificate
     std::chrono::system_clock::time_point notAfter;
     std::chrono::system_clock::time_point lastAttempt;
@@ -58,6 +68,8 @@ class ConsumerController {
   void heartbeat(const nlohmann::json& fc, Peering& p, std::chrono::system_clock::time_point now);
   void renew(const std::string& providerId, Peering& p, std::chrono::system_clock::time_point now);
   void patchStatus(const std::string& fcName, const nlohmann::json& status);
+  // Tells the observer (if any) that the peering ended, once.
+  void announceDown(const std::string& providerId, Peering& p);
   // Delivers the Unpeer calls that `strait unpeer --force` could not make (records left as
   // Secrets labelled strait.io/component=revocation-pending), then deletes each record.
   void deliverRevocations(std::chrono::system_clock::time_point now);

@@ -23,18 +23,9 @@ constexpr const char* kUsedAt = "strait.io/used-at";
 
 json toJson(const ResourceMap& r) { return kube::formatResourceList(r); }
 
-ResourceMap fromProto(const v1::ResourceList& l) {
-  ResourceMap out;
-  for (const auto& [k, v] : l.items()) {
-    kube::Result<kube::Quantity> q = kube::Quantity::parse(v);
-    if (q.ok() && q->sign() >= 0) out[k] = *q;
-  }
-  return out;
-}
+ResourceMap fromProto(const v1::ResourceList& l) { return resourcesFromProto(l); }
 
-void toProto(const ResourceMap& r, v1::ResourceList* out) {
-  for (const auto& [k, v] : r) (*out->mutable_items())[k] = v.toString();
-}
+void toProto(const ResourceMap& r, v1::ResourceList* out) { resourcesToProto(r, out); }
 
 kube::Status ignoreAlreadyExists(const kube::Result<json>& r) {
   if (r.ok() || r.code() == Code::AlreadyExists) return kube::Status::OK();
@@ -321,6 +312,7 @@ kube::Status ProviderService::heartbeat(const Caller& caller, const v1::Heartbea
   resp->set_sent_unix_nanos(req.sent_unix_nanos());
   toProto(c.granted, resp->mutable_granted());
   toProto(used, resp->mutable_used());
+  summaryToProto(currentSummary(now), resp->mutable_summary());
   if (writeStatus) {
     json status = providerConditions(true, "HeartbeatReceived", "consumer agent is reachable",
                                      json(), now);
@@ -330,6 +322,26 @@ kube::Status ProviderService::heartbeat(const Caller& caller, const v1::Heartbea
     patchStatus(c.fcName, status);
   }
   return kube::Status::OK();
+}
+
+ProviderSummary ProviderService::currentSummary(std::chrono::system_clock::time_point now) {
+  std::lock_guard<std::mutex> lock(summaryMu_);
+  // One NodeList and PodList per interval however many consumers heartbeat.
+  if (summaryAt_.time_since_epoch().count() != 0 && now >= summaryAt_ &&
+      now - summaryAt_ < config_.summaryMaxAge) {
+    return summary_;
+  }
+  kube::Result<json> nodes = client_.list(kube::resources::kNodes, "");
+  kube::Result<json> pods = client_.list(kube::resources::kPods, "");
+  if (!nodes.ok() || !pods.ok()) {
+    spdlog::warn("event=provider_summary_failed error=\"{}\"",
+                 !nodes.ok() ? nodes.error().message : pods.error().message);
+    return summary_;  // the last good one (empty before the first)
+  }
+  summary_ = summarizeProvider(nodes->value("items", json::array()),
+                               pods->value("items", json::array()));
+  summaryAt_ = now;
+  return summary_;
 }
 
 kube::Result<int> ProviderService::cleanupConsumer(const std::string& consumerId) {

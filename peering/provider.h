@@ -21,6 +21,7 @@
 #include "kube/client.h"
 #include "peering/identity.h"
 #include "peering/policy.h"
+#include "peering/summary.h"
 #include "peering/transport.h"
 
 namespace strait::peering {
@@ -29,6 +30,9 @@ struct ProviderConfig {
   PolicyConfig policy;
   std::chrono::seconds certTtl{3600};               // client certificates' validity
   std::chrono::milliseconds consumerLostAfter{5000};  // no heartbeat this long: Connected=False
+  // The provider summary sent in heartbeats is recomputed (NodeList + PodList) at most this
+  // often; the virtual node's capacity follows the provider within this + one heartbeat.
+  std::chrono::milliseconds summaryMaxAge{500};
 };
 
 class ProviderService final : public PeeringHandler {
@@ -90,6 +94,8 @@ class ProviderService final : public PeeringHandler {
   // Forbidden (saying which resource and by how much) if creating `pod` would take the
   // consumer's pods past its grant.
   kube::Status checkGrant(const std::string& consumerId, const nlohmann::json& pod);
+  // The provider summary, recomputed when older than config_.summaryMaxAge. Thread-safe.
+  ProviderSummary currentSummary(std::chrono::system_clock::time_point now);
   kube::Result<kube::ResourceRef> objectResource(const Caller& caller,
                                                  const v1::ObjectRequest& req);
 
@@ -103,6 +109,10 @@ class ProviderService final : public PeeringHandler {
 
   std::mutex mu_;  // protects consumers_ and serializes grant decisions
   std::map<std::string, Consumer> consumers_;  // by consumer cluster ID
+
+  std::mutex summaryMu_;  // protects the two fields below (held while listing)
+  ProviderSummary summary_;
+  std::chrono::system_clock::time_point summaryAt_;
 };
 
 }  // namespace strait::peering

@@ -14,28 +14,17 @@
 #include <vector>
 
 #include "peering/policy.h"
+#include "peering/summary.h"
 
 namespace strait::vnode {
 
 using peering::ResourceMap;
 
-struct ProviderNodeFree {
-  std::string name;
-  ResourceMap free;  // allocatable minus requests of its non-terminal pods
-};
-
-// The provider as the consumer needs to see it.
-struct ProviderSummary {
-  ResourceMap pooledFree;               // sum over usable nodes
-  std::vector<ProviderNodeFree> nodes;  // usable nodes, largest free cpu first
-  // topology.kubernetes.io/region and /zone when all usable nodes agree on one value
-  // (a virtual node spanning several zones carries no zone label).
-  std::map<std::string, std::string> topologyLabels;
-};
-
-// Summarizes a provider from its NodeList and PodList items (JSON arrays). Nodes that are
-// not Ready or are unschedulable are left out (peering::freeAllocatable's rule).
-ProviderSummary summarizeProvider(const nlohmann::json& nodes, const nlohmann::json& pods);
+// The provider summary is computed by the provider agent and carried in heartbeats
+// (peering/summary.h); one implementation, named here for the vnode's code.
+using peering::ProviderNodeFree;
+using peering::ProviderSummary;
+using peering::summarizeProvider;
 
 // Allocatable of the virtual node: for each granted resource min(grant, pooled free) (0 when
 // the provider has none free). When the grant is empty everything free is advertised. "pods"

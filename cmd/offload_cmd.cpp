@@ -1,0 +1,76 @@
+// `strait offload namespace NS` and `strait unoffload namespace NS`: flag parsing and
+// printing; the work is vnode::offloadNamespace / unoffloadNamespace.
+#include <iostream>
+
+#include "cmd/cli_util.h"
+#include "cmd/commands.h"
+#include "vnode/offloading.h"
+
+namespace strait::cmd {
+namespace {
+
+int failWith(const std::string& message) {
+  std::cerr << "error: " << message << "\n";
+  return 1;
+}
+
+struct OffloadFlags {
+  std::string ns;
+  std::string kubeconfig;
+  std::string remoteName;
+  std::string naming = "default";
+  bool force = false;
+};
+
+int runOffload(const OffloadFlags& f) {
+  setupLogging("warn");
+  kube::Result<reflection::NamingStrategy> naming = reflection::parseNamingStrategy(f.naming);
+  if (!naming.ok()) return failWith("--naming: " + naming.error().message);
+  auto client = clientFor(f.kubeconfig);
+  if (!client.ok()) return failWith(client.error().message);
+  vnode::OffloadRequest req{f.ns, f.remoteName, *naming};
+  auto lines = vnode::offloadNamespace(**client, req);
+  if (!lines.ok()) return failWith(lines.error().message);
+  for (const std::string& l : *lines) std::cout << l << "\n";
+  return 0;
+}
+
+int runUnoffload(const OffloadFlags& f) {
+  setupLogging("warn");
+  auto client = clientFor(f.kubeconfig);
+  if (!client.ok()) return failWith(client.error().message);
+  auto lines = vnode::unoffloadNamespace(**client, {f.ns, f.force});
+  if (!lines.ok()) return failWith(lines.error().message);
+  for (const std::string& l : *lines) std::cout << l << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void addOffloadCommands(CLI::App& app) {
+  auto of = std::make_shared<OffloadFlags>();
+  CLI::App* offload = app.add_subcommand("offload", "let a namespace's pods run on virtual nodes");
+  offload->require_subcommand(1);
+  CLI::App* ons = offload->add_subcommand("namespace", "offload one namespace");
+  ons->add_option("NAMESPACE", of->ns, "the namespace")->required();
+  ons->add_option("--kubeconfig", of->kubeconfig, "kubeconfig of the consumer")->required();
+  ons->add_option("--remote-name", of->remoteName,
+                  "only this provider (ForeignCluster name); default: every provider");
+  ons->add_option("--naming", of->naming,
+                  "remote namespace names: default (<ns>-<consumer-id>) or same")
+      ->capture_default_str();
+  ons->callback([of] { setExitCode(runOffload(*of)); });
+
+  auto uf = std::make_shared<OffloadFlags>();
+  CLI::App* unoffload = app.add_subcommand("unoffload", "stop offloading a namespace");
+  unoffload->require_subcommand(1);
+  CLI::App* uns = unoffload->add_subcommand("namespace", "stop offloading one namespace");
+  uns->add_option("NAMESPACE", uf->ns, "the namespace")->required();
+  uns->add_option("--kubeconfig", uf->kubeconfig, "kubeconfig of the consumer")->required();
+  uns->add_flag("--force", uf->force,
+                "delete the namespace's pods on virtual nodes (their controllers recreate them "
+                "locally) instead of refusing");
+  uns->callback([uf] { setExitCode(runUnoffload(*uf)); });
+}
+
+}  // namespace strait::cmd

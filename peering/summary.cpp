@@ -1,0 +1,99 @@
+// Provider summary (see summary.h).
+#include "peering/summary.h"
+
+#include <algorithm>
+#include <set>
+
+#include "kube/object.h"
+
+namespace strait::peering {
+
+using nlohmann::json;
+
+namespace {
+
+std::string nodeNameOfPod(const json& pod) {
+  if (!pod.is_object() || !pod.contains("spec") || !pod["spec"].is_object()) return {};
+  auto it = pod["spec"].find("nodeName");
+  return it != pod["spec"].end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+kube::Quantity cpuOf(const ResourceMap& m) {
+  auto it = m.find("cpu");
+  return it == m.end() ? kube::Quantity() : it->second;
+}
+
+}  // namespace
+
+ProviderSummary summarizeProvider(const json& nodes, const json& pods) {
+  ProviderSummary s;
+  if (!nodes.is_array()) return s;
+  std::map<std::string, json> podsByNode;
+  if (pods.is_array()) {
+    for (const json& p : pods) {
+      std::string n = nodeNameOfPod(p);
+      if (n.empty()) continue;
+      auto [it, inserted] = podsByNode.try_emplace(n, json::array());
+      it->second.push_back(p);
+    }
+  }
+  std::map<std::string, std::set<std::string>> topology;
+  for (const json& node : nodes) {
+    if (!node.is_object()) continue;
+    const std::string name = kube::getName(node);
+    auto podsIt = podsByNode.find(name);
+    ResourceMap free = freeAllocatable(
+        json::array({node}), podsIt == podsByNode.end() ? json::array() : podsIt->second);
+    if (free.empty()) continue;  // not Ready or unschedulable
+    s.pooledFree = addResources(s.pooledFree, free);
+    auto labels = kube::getLabels(node);
+    for (const char* key : {"topology.kubernetes.io/region", "topology.kubernetes.io/zone"}) {
+      auto it = labels.find(key);
+      topology[key].insert(it == labels.end() ? std::string() : it->second);
+    }
+    s.nodes.push_back({name, std::move(free)});
+  }
+  for (const auto& [key, values] : topology) {
+    if (values.size() == 1 && !values.begin()->empty()) s.topologyLabels[key] = *values.begin();
+  }
+  std::stable_sort(s.nodes.begin(), s.nodes.end(),
+                   [](const ProviderNodeFree& a, const ProviderNodeFree& b) {
+                     return cpuOf(b.free) < cpuOf(a.free);
+                   });
+  return s;
+}
+
+void resourcesToProto(const ResourceMap& r, v1::ResourceList* out) {
+  for (const auto& [k, v] : r) (*out->mutable_items())[k] = v.toString();
+}
+
+ResourceMap resourcesFromProto(const v1::ResourceList& l) {
+  ResourceMap out;
+  for (const auto& [k, v] : l.items()) {
+    kube::Result<kube::Quantity> q = kube::Quantity::parse(v);
+    if (q.ok() && q->sign() >= 0) out[k] = *q;
+  }
+  return out;
+}
+
+void summaryToProto(const ProviderSummary& s, v1::ProviderSummary* out) {
+  resourcesToProto(s.pooledFree, out->mutable_pooled_free());
+  for (const ProviderNodeFree& n : s.nodes) {
+    v1::NodeFree* nf = out->add_nodes();
+    nf->set_name(n.name);
+    resourcesToProto(n.free, nf->mutable_free());
+  }
+  for (const auto& [k, v] : s.topologyLabels) (*out->mutable_topology_labels())[k] = v;
+}
+
+ProviderSummary summaryFromProto(const v1::ProviderSummary& in) {
+  ProviderSummary s;
+  s.pooledFree = resourcesFromProto(in.pooled_free());
+  for (const v1::NodeFree& n : in.nodes()) {
+    s.nodes.push_back({n.name(), resourcesFromProto(n.free())});
+  }
+  for (const auto& [k, v] : in.topology_labels()) s.topologyLabels[k] = v;
+  return s;
+}
+
+}  // namespace strait::peering

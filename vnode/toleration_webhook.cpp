@@ -1,0 +1,120 @@
+// Toleration and affinity mutation of offloaded Pods (see toleration_webhook.h).
+#include "vnode/toleration_webhook.h"
+
+#include "kube/base64.h"
+#include "peering/names.h"
+#include "reflection/pod_forge.h"
+#include "vnode/node_builder.h"
+
+namespace strait::vnode {
+
+using nlohmann::json;
+
+namespace {
+
+const json* childObject(const json& j, const char* key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  return it != j.end() && it->is_object() ? &*it : nullptr;
+}
+
+bool tolerates(const json& spec, const TolerationWebhookConfig& c) {
+  auto it = spec.find("tolerations");
+  if (it == spec.end() || !it->is_array()) return false;
+  for (const json& t : *it) {
+    if (!t.is_object()) continue;
+    std::string key = t.value("key", "");
+    std::string op = t.value("operator", "Equal");
+    std::string effect = t.value("effect", "");
+    bool keyOk = (key.empty() && op == "Exists") || key == c.taintKey;
+    bool effectOk = effect.empty() || effect == c.taintEffect;
+    bool valueOk = op == "Exists" || t.value("value", "") == "true";
+    if (keyOk && effectOk && valueOk) return true;
+  }
+  return false;
+}
+
+// spec.affinity with the required node terms restricted to `nodeName` or real nodes.
+json restrictedAffinity(const json& spec, const std::string& nodeName) {
+  json affinity = spec.contains("affinity") && spec["affinity"].is_object() ? spec["affinity"]
+                                                                           : json::object();
+  json& na = affinity["nodeAffinity"];
+  if (!na.is_object()) na = json::object();
+  json& req = na["requiredDuringSchedulingIgnoredDuringExecution"];
+  if (!req.is_object()) req = json::object();
+  json existing = req.contains("nodeSelectorTerms") && req["nodeSelectorTerms"].is_array() &&
+                          !req["nodeSelectorTerms"].empty()
+                      ? req["nodeSelectorTerms"]
+                      : json::array({json::object()});
+  const json realNode = {{"key", std::string(peering::kLabelRemoteCluster)},
+                         {"operator", "DoesNotExist"}};
+  const json thisVnode = {{"key", "kubernetes.io/hostname"},
+                          {"operator", "In"},
+                          {"values", json::array({nodeName})}};
+  json terms = json::array();
+  for (const json& t : existing) {
+    for (const json& extra : {realNode, thisVnode}) {
+      json term = t.is_object() ? t : json::object();
+      if (!term.contains("matchExpressions") || !term["matchExpressions"].is_array()) {
+        term["matchExpressions"] = json::array();
+      }
+      term["matchExpressions"].push_back(extra);
+      terms.push_back(std::move(term));
+    }
+  }
+  req["nodeSelectorTerms"] = std::move(terms);
+  return affinity;
+}
+
+}  // namespace
+
+json tolerationPatch(const json& pod, const Offloading& o, const TolerationWebhookConfig& c) {
+  json ops = json::array();
+  const json* spec = childObject(pod, "spec");
+  if (!o.offloaded || !spec || reflection::isDaemonSetPod(pod)) return ops;
+  if (!c.taintEffect.empty() && !tolerates(*spec, c)) {
+    json tol = {{"key", c.taintKey}, {"operator", "Exists"}, {"effect", c.taintEffect}};
+    auto it = spec->find("tolerations");
+    if (it == spec->end() || !it->is_array()) {
+      ops.push_back({{"op", "add"}, {"path", "/spec/tolerations"}, {"value", json::array({tol})}});
+    } else {
+      ops.push_back({{"op", "add"}, {"path", "/spec/tolerations/-"}, {"value", tol}});
+    }
+  }
+  if (!o.provider.empty()) {
+    ops.push_back({{"op", "add"},
+                   {"path", "/spec/affinity"},
+                   {"value", restrictedAffinity(*spec, virtualNodeName(o.provider))}});
+  }
+  return ops;
+}
+
+json admitPod(const json& review, const OffloadingLookup& lookup,
+              const TolerationWebhookConfig& config) {
+  const json* req = childObject(review, "request");
+  json resp = {{"uid", req && (*req).contains("uid") && (*req)["uid"].is_string()
+                           ? (*req)["uid"].get<std::string>()
+                           : std::string()},
+               {"allowed", true}};
+  json out = {{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}};
+  if (req && req->value("operation", "") == "CREATE") {
+    const json* pod = childObject(*req, "object");
+    std::string ns = req->value("namespace", "");
+    if (pod && ns.empty()) {
+      const json* meta = childObject(*pod, "metadata");
+      if (meta) ns = meta->value("namespace", "");
+    }
+    std::optional<Offloading> o = pod && !ns.empty() && lookup ? lookup(ns) : std::nullopt;
+    if (o) {
+      json ops = tolerationPatch(*pod, *o, config);
+      if (!ops.empty()) {
+        resp["patchType"] = "JSONPatch";
+        resp["patch"] = kube::base64Encode(ops.dump());
+      }
+    }
+  }
+  out["response"] = std::move(resp);
+  return out;
+}
+
+}  // namespace strait::vnode

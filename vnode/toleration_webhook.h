@@ -1,0 +1,43 @@
+#pragma once
+// The mutating admission webhook of the consumer agent (pure part; webhook_server.h serves
+// it). For a Pod created in a namespace offloaded to a provider (offloading.h) it adds:
+//  - the toleration for the virtual node's taint (key virtual-node.strait.io/not-allowed,
+//    operator Exists, the configured effect), unless the Pod already tolerates it;
+//  - when the offloading names one provider, a required node affinity restricting the Pod
+//    to that provider's virtual node or to real nodes: every existing required term T
+//    becomes two terms, T + "strait.io/remote-cluster-id DoesNotExist" and
+//    T + "kubernetes.io/hostname In [strait-<provider>]" (terms are ORed, expressions ANDed,
+//    so the Pod's own constraints still hold).
+// DaemonSet Pods are never mutated (they never run on a virtual node). Every answer allows
+// the request: the webhook only adds, it never refuses (and is installed with
+// failurePolicy Ignore, so Strait being down never blocks Pod creation).
+// Pure functions; thread-safe.
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "vnode/offloading.h"
+
+namespace strait::vnode {
+
+struct TolerationWebhookConfig {
+  std::string taintKey = "virtual-node.strait.io/not-allowed";
+  std::string taintEffect = "NoExecute";  // "" = the virtual nodes carry no taint
+};
+
+// RFC 6902 operations for `pod` under `offloading` (empty array: nothing to change).
+nlohmann::json tolerationPatch(const nlohmann::json& pod, const Offloading& offloading,
+                               const TolerationWebhookConfig& config);
+
+// The offloading of a namespace by name (nullopt when it cannot be told: the Pod is then
+// left unchanged).
+using OffloadingLookup = std::function<std::optional<Offloading>(const std::string& ns)>;
+
+// Answers an admission.k8s.io/v1 AdmissionReview (the POST body, parsed). Malformed reviews
+// get an allowing answer without a patch (and uid "" if there was none).
+nlohmann::json admitPod(const nlohmann::json& review, const OffloadingLookup& lookup,
+                        const TolerationWebhookConfig& config);
+
+}  // namespace strait::vnode
