@@ -1,4 +1,5 @@
 #include "minicluster/controllers.h"
+#include "minicluster/loop_thread.h"
 
 #include <spdlog/spdlog.h>
 
@@ -37,16 +38,9 @@ class ControllersImpl : public Controllers {
       : store_(store), registry_(registry), rest_(rest) {}
   ~ControllersImpl() override { stop(); }
 
-  void start() override {
-    if (thread_.joinable()) return;
-    stopping_ = false;
-    thread_ = std::thread([this] { run(); });
-  }
+  void start() override { loop_.start([this] { run(); }); }
 
-  void stop() override {
-    stopping_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
+  void stop() override { loop_.stop(); }
 
  private:
   // State below is touched only by the controller thread.
@@ -123,7 +117,7 @@ class ControllersImpl : public Controllers {
       if (!nodes_.count(owner)) orphaned_.insert(owner);
     }
     auto lastSweep = std::chrono::steady_clock::now();
-    while (!stopping_) {
+    while (!loop_.stopping()) {
       auto ev = (*w)->next(std::chrono::milliseconds(200));
       if ((*w)->ended()) {
         spdlog::warn("event=controllers_watch_ended action=restart");
@@ -337,8 +331,7 @@ class ControllersImpl : public Controllers {
   Store& store_;
   Registry& registry_;
   Rest& rest_;
-  std::atomic<bool> stopping_{false};
-  std::thread thread_;
+  LoopThread loop_;
 
   std::map<std::string, Node> nodes_;                           // uid -> node
   std::map<std::string, std::set<std::string>> dependents_;     // owner uid -> dependent uids

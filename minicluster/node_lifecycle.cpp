@@ -10,6 +10,7 @@
 
 #include "kube/object.h"
 #include "minicluster/event_recorder.h"
+#include "minicluster/loop_thread.h"
 
 namespace strait::minicluster {
 namespace {
@@ -53,15 +54,8 @@ class NodeLifecycleImpl : public NodeLifecycleController {
         recorder_(rest, registry, "node-controller") {}
   ~NodeLifecycleImpl() override { stop(); }
 
-  void start() override {
-    if (thread_.joinable()) return;
-    stopping_ = false;
-    thread_ = std::thread([this] { run(); });
-  }
-  void stop() override {
-    stopping_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
+  void start() override { loop_.start([this] { run(); }); }
+  void stop() override { loop_.stop(); }
 
  private:
   void run() {
@@ -75,7 +69,7 @@ class NodeLifecycleImpl : public NodeLifecycleController {
       return;
     }
     auto nextCheck = Steady::now() + opts_.monitorPeriod;
-    while (!stopping_) {
+    while (!loop_.stopping()) {
       auto ev = (*w)->next(100ms);
       if ((*w)->ended()) {
         auto again = store_.watch("/", store_.revision());
@@ -236,8 +230,7 @@ class NodeLifecycleImpl : public NodeLifecycleController {
   NodeLifecycleOptions opts_;
   ResourceInfoPtr nodes_, pods_;
   EventRecorder recorder_;
-  std::thread thread_;
-  std::atomic<bool> stopping_{false};
+  LoopThread loop_;
   std::map<std::string, Health> health_;  // loop thread only
 };
 

@@ -12,6 +12,7 @@
 #include "minicluster/event_recorder.h"
 #include "minicluster/node_lifecycle.h"
 #include "minicluster/scheduler_plugins.h"
+#include "minicluster/loop_thread.h"
 
 namespace strait::minicluster {
 namespace {
@@ -34,15 +35,8 @@ class TaintEvictionImpl : public NodeLifecycleController {
         recorder_(rest, registry, "taint-eviction-controller") {}
   ~TaintEvictionImpl() override { stop(); }
 
-  void start() override {
-    if (thread_.joinable()) return;
-    stopping_ = false;
-    thread_ = std::thread([this] { run(); });
-  }
-  void stop() override {
-    stopping_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
+  void start() override { loop_.start([this] { run(); }); }
+  void stop() override { loop_.stop(); }
 
  private:
   void run() {
@@ -55,7 +49,7 @@ class TaintEvictionImpl : public NodeLifecycleController {
       spdlog::error("event=taint_eviction_watch_failed error=\"{}\"", w.error().message);
       return;
     }
-    while (!stopping_) {
+    while (!loop_.stopping()) {
       auto ev = (*w)->next(200ms);
       if ((*w)->ended()) {
         auto again = store_.watch("/core/", store_.revision());
@@ -209,8 +203,7 @@ class TaintEvictionImpl : public NodeLifecycleController {
   Rest& rest_;
   ResourceInfoPtr pods_;
   EventRecorder recorder_;
-  std::thread thread_;
-  std::atomic<bool> stopping_{false};
+  LoopThread loop_;
 
   // Loop thread only.
   std::map<std::string, std::vector<sched::Taint>> taints_;  // node -> NoExecute taints

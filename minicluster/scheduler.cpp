@@ -17,6 +17,7 @@
 #include "minicluster/binding.h"
 #include "minicluster/event_recorder.h"
 #include "minicluster/scheduler_plugins.h"
+#include "minicluster/loop_thread.h"
 
 namespace strait::minicluster {
 namespace {
@@ -66,15 +67,8 @@ class SchedulerImpl : public Scheduler {
         recorder_(rest, registry, kSchedulerName) {}
   ~SchedulerImpl() override { stop(); }
 
-  void start() override {
-    if (thread_.joinable()) return;
-    stopping_ = false;
-    thread_ = std::thread([this] { run(); });
-  }
-  void stop() override {
-    stopping_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
+  void start() override { loop_.start([this] { run(); }); }
+  void stop() override { loop_.stop(); }
   uint64_t boundCount() const override { return bound_.load(); }
 
  private:
@@ -95,7 +89,7 @@ class SchedulerImpl : public Scheduler {
     }
     spdlog::info("event=scheduler_started nodes={} pending={}", nodes_.size(), queue_.size());
     auto lastFlush = Clock::now();
-    while (!stopping_) {
+    while (!loop_.stopping()) {
       auto timeout = queue_.empty() ? 200ms : 0ms;
       auto ev = (*w)->next(timeout);
       if ((*w)->ended()) {
@@ -109,7 +103,7 @@ class SchedulerImpl : public Scheduler {
       }
       if (ev) handle(**ev);
       // Schedule a batch, then look at events again so the cache stays fresh.
-      for (int i = 0; i < 256 && !queue_.empty() && !stopping_; ++i) scheduleOne();
+      for (int i = 0; i < 256 && !queue_.empty() && !loop_.stopping(); ++i) scheduleOne();
       if (Clock::now() - lastFlush > kUnschedulableFlush) {
         lastFlush = Clock::now();
         moveAllToActive();
@@ -123,7 +117,7 @@ class SchedulerImpl : public Scheduler {
     queue_.clear();
     queued_.clear();
     unschedulable_.clear();
-    if (!stopping_) run();
+    if (!loop_.stopping()) run();
   }
 
   void handle(const Event& ev) {
@@ -332,8 +326,7 @@ class SchedulerImpl : public Scheduler {
   Rest& rest_;
   ResourceInfoPtr pods_;
   EventRecorder recorder_;
-  std::thread thread_;
-  std::atomic<bool> stopping_{false};
+  LoopThread loop_;
   std::atomic<uint64_t> bound_{0};
 
   // State below is touched only by the scheduling thread.

@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (tests/fuzz/*_fuzz.cpp) with clang++, ASan and UBSan in a
 # separate build dir and runs each one for a bounded time.
 #
-#   FUZZ_SECONDS  seconds per target (default 30)
+#   FUZZ_SECONDS  seconds per target (default 20)
 #   FUZZ_BUILD    build dir (default <repo>/build-fuzz); corpora in $FUZZ_BUILD/corpus/<target>,
 #                 crash inputs in $FUZZ_BUILD/artifacts/<target>/, logs in $FUZZ_BUILD/logs/
 #   FUZZ_CXX      compiler (default clang++)
@@ -15,7 +15,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${FUZZ_BUILD:-$ROOT/build-fuzz}
-SECONDS_PER_TARGET=${FUZZ_SECONDS:-30}
+SECONDS_PER_TARGET=${FUZZ_SECONDS:-20}
 CXX_BIN=${FUZZ_CXX:-clang++}
 JOBS=${JOBS:-$(nproc)}
 
@@ -38,10 +38,10 @@ done
 mkdir -p "$BUILD"
 echo "run-fuzz: configuring $BUILD"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_BUILD_TYPE=None \
   -DCMAKE_CXX_COMPILER="$CXX_BIN" \
   -DSTRAIT_FUZZ=ON \
-  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
+  -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
   >"$BUILD/configure.log" 2>&1 || {
   cat "$BUILD/configure.log" >&2
   echo "run-fuzz: configure failed" >&2
