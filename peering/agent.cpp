@@ -123,6 +123,9 @@ kube::Status Agent::start() {
   if (!leaf.ok()) return leaf.error();
   provider_ = std::make_unique<ProviderService>(identity_, *client_, config_.provider);
   if (kube::Status s = provider_->load(); !s.ok()) return s;
+  if (config_.streamHandlerFactory) {
+    provider_->setStreamHandler(config_.streamHandlerFactory(*provider_, *client_));
+  }
   ServerConfig sc;
   sc.listen = config_.listen;
   sc.serverCert = {leaf->certPem + identity_.ca.certPem, leaf->keyPem};

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,6 +35,11 @@ struct AgentConfig {
   ProviderConfig provider;
   ConsumerConfig consumer;
   std::chrono::milliseconds loopInterval{100};
+  // Builds the reflection stream handler (provider side; reflection/stream_server.h) once
+  // the ProviderService exists, before the server starts. Both references outlive the
+  // handler. Optional: without it the stream is refused (MethodNotAllowed).
+  std::function<ProviderService::StreamHandler(ProviderService&, kube::Client&)>
+      streamHandlerFactory;
 };
 
 class Agent {

@@ -3,12 +3,66 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/credentials.h>
 
+#include <atomic>
+#include <mutex>
+
 #include "peering/grpc_status.h"
 #include "peering/transport.h"
 #include "proto/strait/peering.grpc.pb.h"
 
 namespace strait::peering {
 namespace {
+
+// The client end of Reflection.Stream: one reader thread, writes serialized here. The
+// final status is collected (Finish) by the reader once Read fails, or by the destructor.
+class ClientEventStream final : public EventStream {
+ public:
+  explicit ClientEventStream(v1::Reflection::Stub& stub) {
+    rw_ = stub.Stream(&ctx_);
+  }
+  ~ClientEventStream() override {
+    cancel();
+    v1::ReflectionEvent ignored;
+    while (read(&ignored)) {
+    }
+  }
+  bool read(v1::ReflectionEvent* e) override {
+    if (rw_->Read(e)) return true;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!finished_) {
+      grpc::Status st = rw_->Finish();
+      finished_ = true;
+      if (st.error_code() == grpc::StatusCode::CANCELLED) {
+        status_ = kube::makeError(kube::Code::Unavailable, "reflection stream cancelled");
+      } else {
+        status_ = fromGrpc(st);
+      }
+    }
+    return false;
+  }
+  bool write(const v1::ReflectionEvent& e) override {
+    std::lock_guard<std::mutex> lock(writeMu_);
+    if (cancelled_.load()) return false;
+    return rw_->Write(e);
+  }
+  void cancel() override {
+    cancelled_ = true;
+    ctx_.TryCancel();
+  }
+  kube::Status status() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return status_;
+  }
+
+ private:
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::ReflectionEvent, v1::ReflectionEvent>> rw_;
+  std::mutex writeMu_;
+  std::atomic<bool> cancelled_{false};
+  std::mutex mu_;  // guards finished_, status_
+  bool finished_ = false;
+  kube::Status status_ = kube::Status::OK();
+};
 
 class GrpcClient final : public RpcClient {
  public:
@@ -43,6 +97,9 @@ class GrpcClient final : public RpcClient {
                     std::chrono::milliseconds timeout) override {
     return call(*reflection_, &v1::Reflection::Stub::DeleteObject, req, resp, timeout);
   }
+  kube::Result<std::unique_ptr<EventStream>> openStream() override {
+    return std::unique_ptr<EventStream>(std::make_unique<ClientEventStream>(*reflection_));
+  }
 
  private:
   // One unary call with a deadline; the gRPC status becomes a kube::Status.
@@ -76,6 +133,7 @@ kube::Result<std::unique_ptr<RpcClient>> makeRpcClient(const ClientConfig& confi
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   // A unique channel per client: a renewed certificate must not reuse an old subchannel.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetMaxReceiveMessageSize(16 << 20);  // reflection stream replies carry whole objects
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateCustomChannel(config.endpoint, grpc::SslCredentials(opts), args);
   if (!channel) return kube::makeError(kube::Code::Internal, "gRPC client: no channel");

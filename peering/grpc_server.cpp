@@ -9,6 +9,9 @@
 #include <grpcpp/security/server_credentials.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
+#include <mutex>
+
 #include "peering/grpc_status.h"
 #include "peering/transport.h"
 #include "proto/strait/peering.grpc.pb.h"
@@ -52,6 +55,34 @@ grpc::Status authenticated(grpc::ServerContext* ctx, const char* method, Fn&& fn
   }
   return guarded(method, [&] { return fn(caller); });
 }
+
+// The server end of Reflection.Stream. gRPC allows one reader and one writer at a time on a
+// sync stream; writes are serialized here, reads are the handler's one reader thread.
+class ServerEventStream final : public EventStream {
+ public:
+  ServerEventStream(grpc::ServerContext* ctx,
+                    grpc::ServerReaderWriter<v1::ReflectionEvent, v1::ReflectionEvent>* rw)
+      : ctx_(ctx), rw_(rw) {}
+  bool read(v1::ReflectionEvent* e) override {
+    if (cancelled_.load()) return false;
+    return rw_->Read(e);
+  }
+  bool write(const v1::ReflectionEvent& e) override {
+    std::lock_guard<std::mutex> lock(writeMu_);
+    if (cancelled_.load()) return false;
+    return rw_->Write(e);
+  }
+  void cancel() override {
+    cancelled_ = true;
+    ctx_->TryCancel();
+  }
+
+ private:
+  grpc::ServerContext* ctx_;
+  grpc::ServerReaderWriter<v1::ReflectionEvent, v1::ReflectionEvent>* rw_;
+  std::mutex writeMu_;
+  std::atomic<bool> cancelled_{false};
+};
 
 class PeeringServiceImpl final : public v1::Peering::Service {
  public:
@@ -98,10 +129,14 @@ class ReflectionServiceImpl final : public v1::Reflection::Service {
                          [&](const Caller& c) { return h_.deleteObject(c, *req, resp); });
   }
   grpc::Status Stream(grpc::ServerContext* ctx,
-                      grpc::ServerReaderWriter<v1::ReflectionEvent, v1::ReflectionEvent>*) override {
-    return authenticated(ctx, "Stream", [](const Caller&) -> kube::Status {
-      return kube::makeError(kube::Code::MethodNotAllowed,
-                             "the reflection stream is not implemented yet (issue 6)");
+                      grpc::ServerReaderWriter<v1::ReflectionEvent, v1::ReflectionEvent>* rw) override {
+    return authenticated(ctx, "Stream", [&](const Caller& c) {
+      ServerEventStream s(ctx, rw);
+      spdlog::info("event=stream_opened consumer={} peer={}", c.clusterId, c.address);
+      kube::Status st = h_.stream(c, s);
+      spdlog::info("event=stream_closed consumer={} status=\"{}\"", c.clusterId,
+                   st.ok() ? std::string("ok") : st.error().message);
+      return st;
     });
   }
 
@@ -149,6 +184,11 @@ class GrpcServer final : public RpcServer {
 };
 
 }  // namespace
+
+kube::Status PeeringHandler::stream(const Caller&, EventStream&) {
+  return kube::makeError(kube::Code::MethodNotAllowed,
+                         "this agent does not serve the reflection stream");
+}
 
 kube::Result<std::unique_ptr<RpcServer>> startRpcServer(const ServerConfig& config,
                                                         PeeringHandler& handler) {

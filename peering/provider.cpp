@@ -584,4 +584,25 @@ kube::Status ProviderService::deleteObject(const Caller& caller, const v1::Objec
   return kube::Status::OK();
 }
 
+kube::Status ProviderService::stream(const Caller& caller, EventStream& s) {
+  if (kube::Status st = requireActive(caller, nullptr); !st.ok()) return st;
+  StreamHandler handler;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    handler = streamHandler_;
+  }
+  if (!handler) return PeeringHandler::stream(caller, s);
+  return handler(caller, s);
+}
+
+void ProviderService::setStreamHandler(StreamHandler handler) {
+  std::lock_guard<std::mutex> lock(mu_);
+  streamHandler_ = std::move(handler);
+}
+
+bool ProviderService::isActive(const std::string& consumerId) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return consumers_.count(consumerId) > 0;
+}
+
 }  // namespace strait::peering

@@ -14,6 +14,7 @@
 // both take the same budget).
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -66,6 +67,20 @@ class ProviderService final : public PeeringHandler {
                          v1::ObjectResponse* resp) override;
   kube::Status deleteObject(const Caller& caller, const v1::ObjectRequest& req,
                             v1::ObjectResponse* resp) override;
+  // Checks that the caller's peering is active, then runs the stream handler (set by the
+  // composition root; reflection/stream_server.h). Without one: MethodNotAllowed.
+  kube::Status stream(const Caller& caller, EventStream& s) override;
+
+  using StreamHandler = std::function<kube::Status(const Caller&, EventStream&)>;
+  // Sets the reflection stream handler. Thread-safe; streams already running keep theirs.
+  void setStreamHandler(StreamHandler handler);
+  // True while `consumerId` has an active peering. Thread-safe.
+  bool isActive(const std::string& consumerId);
+  // Forbidden (saying which resource and by how much) if creating `pod` would take the
+  // consumer's Pods past its grant; Forbidden when the peering is not active. Thread-safe.
+  kube::Status admitPod(const std::string& consumerId, const nlohmann::json& pod) {
+    return checkGrant(consumerId, pod);
+  }
 
  private:
   struct Consumer {
@@ -107,7 +122,8 @@ class ProviderService final : public PeeringHandler {
   std::chrono::system_clock::time_point lastRevocationScan_;
   std::chrono::system_clock::time_point lastTokenSweep_;
 
-  std::mutex mu_;  // protects consumers_ and serializes grant decisions
+  std::mutex mu_;  // protects consumers_, streamHandler_ and serializes grant decisions
+  StreamHandler streamHandler_;
   std::map<std::string, Consumer> consumers_;  // by consumer cluster ID
 
   std::mutex summaryMu_;  // protects the two fields below (held while listing)

@@ -24,6 +24,24 @@ struct Caller {
   std::string address;  // peer address as gRPC reports it ("ipv4:127.0.0.1:5555")
 };
 
+// One end of the bidirectional reflection stream (Reflection.Stream). read() from one
+// thread at a time; write() from any thread (serialized inside); cancel() from any thread,
+// any number of times, unblocks read() and write() (they return false from then on).
+// Destroy an end only once no thread is inside read() or write().
+class EventStream {
+ public:
+  virtual ~EventStream() = default;
+  // Blocks for the next message; false at the end of the stream or on failure.
+  virtual bool read(v1::ReflectionEvent* e) = 0;
+  // Sends one message (blocking under flow control); false when the stream is broken.
+  virtual bool write(const v1::ReflectionEvent& e) = 0;
+  virtual void cancel() = 0;
+  // Why the stream ended, once read() has returned false (OK while it has not, or when the
+  // remote end closed it normally). A refused stream reports the refusal here (e.g.
+  // Forbidden for a revoked peering, Unavailable when the remote cannot be reached).
+  virtual kube::Status status() { return kube::Status::OK(); }
+};
+
 // Implemented by the provider side of an agent. Called from gRPC's thread pool, possibly
 // concurrently: implementations must be thread-safe. Return a non-OK Status to fail the call;
 // its code maps to a gRPC code and its message reaches the caller unchanged.
@@ -44,6 +62,10 @@ class PeeringHandler {
                                  v1::ObjectResponse* resp) = 0;
   virtual kube::Status deleteObject(const Caller& caller, const v1::ObjectRequest& req,
                                     v1::ObjectResponse* resp) = 0;
+  // The reflection stream of an authenticated caller: runs for the stream's whole life on a
+  // gRPC thread and returns when it ends (the returned Status ends the call). `s` is valid
+  // until this returns. Default: MethodNotAllowed (Unimplemented).
+  virtual kube::Status stream(const Caller& caller, EventStream& s);
 };
 
 struct ServerConfig {
@@ -94,6 +116,10 @@ class RpcClient {
                                  std::chrono::milliseconds timeout) = 0;
   virtual kube::Status deleteObject(const v1::ObjectRequest& req, v1::ObjectResponse* resp,
                                     std::chrono::milliseconds timeout) = 0;
+  // Opens a reflection stream (mTLS; the client certificate names the caller). Does not wait
+  // for the remote: a stream that cannot be established or is refused shows it as read()
+  // returning false and status() giving the reason.
+  virtual kube::Result<std::unique_ptr<EventStream>> openStream() = 0;
 };
 
 // Creates a client (no I/O yet: the connection is made by the first call).
