@@ -21,9 +21,11 @@ test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
 	@./scripts/run-fuzz.sh
 
-# Until the two-cluster demo exists: start one minicluster and say how to use kubectl.
+# Two clusters, peered; a Deployment bursts into the cloud. Ctrl-C stops and cleans up.
+# DEMO_FLAGS, e.g. "--dir /tmp/strait-demo --replicas 30".
+DEMO_FLAGS ?=
 demo: build
-	@./scripts/demo.sh $(BUILD)/strait
+	@$(BUILD)/strait demo --keep $(DEMO_FLAGS)
 
 bench: build
 	@./scripts/run-bench.sh $(BUILD)

@@ -9,6 +9,7 @@ void addAgentCommand(CLI::App& app);
 void addPeeringCommands(CLI::App& app);  // token, peer, unpeer, status
 void addGatewayCommand(CLI::App& app);
 void addOffloadCommands(CLI::App& app);  // offload, unoffload
+void addDemoCommand(CLI::App& app);  // strait demo
 
 // Exit code recorded by the subcommand that ran.
 int exitCode();

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   strait::cmd::addPeeringCommands(app);
   strait::cmd::addGatewayCommand(app);
   strait::cmd::addOffloadCommands(app);
+  strait::cmd::addDemoCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -61,5 +61,15 @@ else
   echo "run-bench: $INFORMER_BENCH not built (run: make bench)" >&2
   status=1
 fi
+# Offload benchmark (issue 6): 1,000 then 10,000 Pods to one virtual node.
+OFFLOAD_BENCH="$BUILD/bench/offload_bench"
+if [ -x "$OFFLOAD_BENCH" ]; then
+  ojson=()
+  if [ "${BENCH_JSON:-0}" = 1 ]; then ojson=(--json); fi
+  "$OFFLOAD_BENCH" --strait "$STRAIT" "${ojson[@]}" || status=1
+else
+  echo "run-bench: $OFFLOAD_BENCH not built (run: make bench)" >&2
+  status=1
+fi
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 exit $status

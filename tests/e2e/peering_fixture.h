@@ -35,6 +35,8 @@ class AgentProcess {
   // Every log line this agent wrote so far, across restarts.
   std::string logs() const;
   const std::string& endpoint() const { return endpoint_; }
+  // The running agent's pid; -1 when not started.
+  pid_t pid() const { return process_ ? process_->pid() : -1; }
 
  private:
   std::string kubeconfig_;

@@ -30,6 +30,9 @@ class TcpProxy {
   void resume();
   // Stops accepting, closes everything, joins the threads. Idempotent.
   void stop();
+  // Bytes forwarded so far in both directions over all connections (a benchmark's
+  // stream-bytes counter).
+  uint64_t bytesForwarded() const { return bytes_.load(); }
 
  private:
   void acceptLoop();
@@ -40,6 +43,7 @@ class TcpProxy {
   int listenFd_ = -1;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> cut_{false};
+  std::atomic<uint64_t> bytes_{0};
   std::thread acceptor_;
   std::mutex mu_;  // guards the fields below
   std::set<int> open_;  // every live socket (both sides)

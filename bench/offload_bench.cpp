@@ -1,0 +1,439 @@
+// Offload benchmark (issue 6): how fast and how cheaply Pods travel to one virtual node.
+//
+// Setup: two `strait minicluster` processes ("consumer" without nodes; "provider" with
+// --provider-nodes simulated nodes of large capacity and zero pod start latency), a
+// `strait agent` on each, one in-band peering (`strait peer`), namespace `bench` offloaded
+// (`strait offload namespace`). The consumer agent dials the provider agent through a TCP
+// forwarder in this process that counts the bytes of the reflection stream (and of the
+// heartbeats on the same connection).
+//
+// Each wave creates Pods directly bound to the virtual node (spec.nodeName set at creation,
+// so the consumer's scheduler is not involved) at --rate Pods/s from --writers connections,
+// and records arrival times of watch events in this process, one clock for both clusters:
+//   local ADDED (= local bind)      -> provider ADDED      : added latency on the way out
+//   provider Running                -> local Running       : added latency on the way back
+// plus the time from the first create until every Pod of the wave is Running locally, the
+// consumer agent's peak RSS (VmHWM) and CPU seconds (/proc/<pid>/stat), and forwarded bytes
+// per Pod. Waves run one after the other without deleting (the second wave of 10,000 adds to
+// the 1,000 of the first). Prints a table (or JSON lines with --json). Run: make bench.
+#include <CLI/CLI.hpp>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "bench/bench_client.h"
+#include "e2e/peering_fixture.h"
+#include "e2e/tcp_proxy.h"
+
+using namespace strait;
+using namespace std::chrono_literals;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Flags {
+  std::string strait = e2e::straitBinary();
+  std::vector<int> waves = {1000, 10000};
+  double rate = 500;
+  int writers = 8;
+  int providerNodes = 25;
+  int timeoutSeconds = 900;
+  bool json = false;
+};
+
+std::string loadavg() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
+// VmHWM / VmRSS in KiB from /proc/<pid>/status; -1 when unreadable.
+long procStatusKiB(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
+  }
+  return -1;
+}
+
+// utime + stime of a process in seconds; -1 when unreadable.
+double cpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream rest(text.substr(paren + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+uint16_t freePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+struct Percentiles {
+  size_t n = 0;
+  double p50 = -1, p99 = -1, max = -1;
+};
+Percentiles percentiles(std::vector<double> v) {
+  Percentiles p;
+  p.n = v.size();
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  p.p50 = v[v.size() / 2];
+  p.p99 = v[std::min(v.size() - 1, v.size() * 99 / 100)];
+  p.max = v.back();
+  return p;
+}
+
+// Arrival times of the watch events that matter, per local Pod uid.
+struct PodTimes {
+  Clock::time_point localAdded{}, localRunning{}, remoteAdded{}, remoteRunning{};
+};
+
+class Recorder {
+ public:
+  void localEvent(const json& pod, Clock::time_point at) {
+    std::string uid = pod["metadata"].value("uid", "");
+    std::lock_guard<std::mutex> lock(mu_);
+    PodTimes& t = times_[uid];
+    if (t.localAdded == Clock::time_point{}) t.localAdded = at;
+    if (t.localRunning == Clock::time_point{} && phase(pod) == "Running") {
+      t.localRunning = at;
+      ++localRunning_;
+    }
+  }
+  void remoteEvent(const json& pod, Clock::time_point at) {
+    auto labels = pod["metadata"].value("labels", json::object());
+    std::string uid = labels.value("strait.io/origin-uid", "");
+    if (uid.empty()) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    PodTimes& t = times_[uid];
+    if (t.remoteAdded == Clock::time_point{}) t.remoteAdded = at;
+    if (t.remoteRunning == Clock::time_point{} && phase(pod) == "Running") t.remoteRunning = at;
+  }
+  size_t localRunning() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return localRunning_;
+  }
+  std::map<std::string, PodTimes> snapshot() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return times_;
+  }
+
+ private:
+  static std::string phase(const json& pod) {
+    auto s = pod.find("status");
+    return s != pod.end() && s->is_object() ? s->value("phase", "") : "";
+  }
+  std::mutex mu_;
+  std::map<std::string, PodTimes> times_;
+  size_t localRunning_ = 0;
+};
+
+// One watch stream in a thread; each event's object goes to `sink` with its arrival time.
+class WatchThread {
+ public:
+  WatchThread(const bench::ClusterAccess& access, std::string path,
+              std::function<void(const json&, Clock::time_point)> sink)
+      : conn_(access), path_(std::move(path)), sink_(std::move(sink)) {}
+  std::string start() {
+    std::string err;
+    if (!conn_.connect(&err)) return err;
+    thread_ = std::thread([this] { run(); });
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, 30s, [&] { return started_; });
+    return started_ ? "" : "watch " + path_ + " did not start";
+  }
+  void stop() {
+    stopping_ = true;
+    conn_.abort();
+    if (thread_.joinable()) thread_.join();
+  }
+  ~WatchThread() { stop(); }
+
+ private:
+  void run() {
+    std::string buf, err;
+    conn_.stream(
+        path_,
+        [&](std::string_view data) {
+          if (data.empty()) {
+            std::lock_guard<std::mutex> lock(mu_);
+            started_ = true;
+            cv_.notify_all();
+            return !stopping_;
+          }
+          auto at = Clock::now();
+          buf.append(data);
+          size_t nl;
+          while ((nl = buf.find('\n')) != std::string::npos) {
+            json ev = json::parse(buf.substr(0, nl), nullptr, false);
+            buf.erase(0, nl + 1);
+            if (ev.is_object() && ev.contains("object") && ev["object"].contains("metadata")) {
+              sink_(ev["object"], at);
+            }
+          }
+          return !stopping_;
+        },
+        &err);
+  }
+  bench::ApiConnection conn_;
+  std::string path_;
+  std::function<void(const json&, Clock::time_point)> sink_;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool started_ = false;
+};
+
+json makePod(const std::string& name, const std::string& node) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"namespace", "bench"}, {"labels", {{"app", "bench"}}}}},
+          {"spec",
+           {{"nodeName", node},
+            {"tolerations",
+             {{{"key", "virtual-node.strait.io/not-allowed"}, {"operator", "Exists"},
+               {"effect", "NoExecute"}}}},
+            {"containers",
+             {{{"name", "app"},
+               {"image", "nginx:1.27"},
+               {"resources", {{"requests", {{"cpu", "10m"}, {"memory", "16Mi"}}}}}}}}}}};
+}
+
+int fail(const std::string& what) {
+  std::fprintf(stderr, "offload_bench: %s\n", what.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{"offload benchmark: Pods to one virtual node"};
+  app.add_option("--strait", f.strait, "strait binary");
+  app.add_option("--waves", f.waves, "Pods per wave, in order")->capture_default_str();
+  app.add_option("--rate", f.rate, "Pods created per second")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--writers", f.writers, "writer connections")->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_option("--provider-nodes", f.providerNodes, "provider nodes (1000 pods each)")
+      ->capture_default_str()->check(CLI::Range(1, 1000));
+  app.add_option("--timeout", f.timeoutSeconds, "seconds per wave")->capture_default_str();
+  app.add_flag("--json", f.json, "JSON lines");
+  CLI11_PARSE(app, argc, argv);
+  setenv("STRAIT_BIN", f.strait.c_str(), 1);
+  signal(SIGPIPE, SIG_IGN);
+  std::string loadBefore = loadavg();
+
+  e2e::Minicluster consumer, provider;
+  std::string err = consumer.start("consumer", 60s, {"--log-level", "warn", "--watch-history",
+                                                     "300000"});
+  if (!err.empty()) return fail("consumer: " + err);
+  err = provider.start(
+      "provider", 60s,
+      {"--log-level", "warn", "--watch-history", "300000", "--nodes",
+       std::to_string(f.providerNodes), "--node-cpu", "1000", "--node-memory", "4000Gi",
+       "--node-pods", "1000", "--pod-cidr", "10.0.0.0/8", "--node-cidr-mask-size", "20",
+       "--pod-start-latency", "0s"});
+  if (!err.empty()) return fail("provider: " + err);
+
+  // The consumer agent reaches the provider agent through the counting forwarder.
+  uint16_t providerPort = freePort();
+  e2e::TcpProxy proxy(providerPort);
+  if (err = proxy.start(); !err.empty()) return fail("proxy: " + err);
+  e2e::AgentProcess providerAgent, consumerAgent;
+  err = providerAgent.start(provider.kubeconfig(), "provider",
+                            {"--share", "1", "--advertise",
+                             "127.0.0.1:" + std::to_string(proxy.port())},
+                            "127.0.0.1:" + std::to_string(providerPort));
+  if (!err.empty()) return fail(err);
+  err = consumerAgent.start(consumer.kubeconfig(), "consumer", {});
+  if (!err.empty()) return fail(err);
+
+  int total = 0;
+  for (int w : f.waves) total += w;
+  auto run = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), f.strait);
+    return e2e::runCommand(args, {}, 120s);
+  };
+  e2e::CommandResult peer =
+      run({"peer", "--kubeconfig", consumer.kubeconfig(), "--remote-kubeconfig",
+           provider.kubeconfig(), "--cpu", "20000", "--memory", "80000Gi", "--pods",
+           std::to_string(total + 1000)});
+  if (peer.exitCode != 0) return fail("strait peer: " + peer.describe());
+
+  std::string access;
+  auto caccess = bench::loadKubeconfig(consumer.kubeconfig(), &access);
+  auto paccess = bench::loadKubeconfig(provider.kubeconfig(), &access);
+  if (!caccess || !paccess) return fail("kubeconfig: " + access);
+  const std::string vnode = "strait-provider";
+  bench::ApiConnection probe(*caccess);
+  if (!probe.connect(&err)) return fail("connect: " + err);
+  bool ready = e2e::waitFor(
+      [&] {
+        bench::ApiResponse r;
+        if (!probe.request("GET", "/api/v1/nodes/" + vnode, "", &r, &err) || r.status != 200) {
+          return false;
+        }
+        json node = json::parse(r.body, nullptr, false);
+        for (const json& c : node.value("/status/conditions"_json_pointer, json::array())) {
+          if (c.value("type", "") == "Ready" && c.value("status", "") == "True") return true;
+        }
+        return false;
+      },
+      60s, 100ms);
+  if (!ready) return fail("virtual node " + vnode + " not Ready:\n" + consumerAgent.logs());
+  bench::ApiResponse r;
+  probe.request("POST", "/api/v1/namespaces",
+                json{{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "bench"}}}}
+                    .dump(),
+                &r, &err);
+  e2e::CommandResult offload = run({"offload", "namespace", "bench", "--kubeconfig",
+                                    consumer.kubeconfig(), "--remote-name", "provider"});
+  if (offload.exitCode != 0) return fail("strait offload: " + offload.describe());
+
+  Recorder rec;
+  WatchThread localWatch(*caccess, "/api/v1/namespaces/bench/pods?watch=1",
+                         [&](const json& p, Clock::time_point at) { rec.localEvent(p, at); });
+  WatchThread remoteWatch(*paccess,
+                          "/api/v1/pods?watch=1&labelSelector=strait.io%2Forigin-cluster-id",
+                          [&](const json& p, Clock::time_point at) { rec.remoteEvent(p, at); });
+  if (err = localWatch.start(); !err.empty()) return fail(err);
+  if (err = remoteWatch.start(); !err.empty()) return fail(err);
+
+  pid_t agentPid = consumerAgent.pid();
+  pid_t providerAgentPid = providerAgent.pid();
+  int status = 0;
+  int created = 0;
+  for (size_t wave = 0; wave < f.waves.size(); ++wave) {
+    int n = f.waves[wave];
+    double cpu0 = cpuSeconds(agentPid), pcpu0 = cpuSeconds(providerAgentPid);
+    uint64_t bytes0 = proxy.bytesForwarded();
+    std::atomic<int> next{0}, failed{0};
+    auto t0 = Clock::now();
+    std::vector<std::thread> writers;
+    for (int w = 0; w < f.writers; ++w) {
+      writers.emplace_back([&, wave] {
+        bench::ApiConnection c(*caccess);
+        std::string e;
+        if (!c.connect(&e)) {
+          failed += n;
+          return;
+        }
+        for (int i = next++; i < n; i = next++) {
+          std::this_thread::sleep_until(t0 + std::chrono::microseconds(
+                                                 static_cast<long long>(i * 1e6 / f.rate)));
+          bench::ApiResponse resp;
+          std::string name = "w" + std::to_string(wave) + "-" + std::to_string(i);
+          if (!c.request("POST", "/api/v1/namespaces/bench/pods", makePod(name, vnode).dump(),
+                         &resp, &e) ||
+              resp.status != 201) {
+            ++failed;
+          }
+        }
+      });
+    }
+    for (auto& t : writers) t.join();
+    auto createdAt = Clock::now();
+    created += n - failed.load();
+    bool done = e2e::waitFor([&] { return rec.localRunning() >= static_cast<size_t>(created); },
+                             std::chrono::seconds(f.timeoutSeconds), 20ms);
+    auto t1 = Clock::now();
+    double cpu1 = cpuSeconds(agentPid), pcpu1 = cpuSeconds(providerAgentPid);
+    uint64_t bytes1 = proxy.bytesForwarded();
+    // Latencies of this wave's Pods (those first seen locally after t0).
+    std::vector<double> out, back;
+    Clock::time_point lastRunning{};
+    size_t running = 0;
+    for (const auto& [uid, t] : rec.snapshot()) {
+      if (t.localAdded < t0) continue;
+      if (t.remoteAdded != Clock::time_point{}) out.push_back(ms(t.remoteAdded - t.localAdded));
+      if (t.localRunning != Clock::time_point{} && t.remoteRunning != Clock::time_point{}) {
+        back.push_back(ms(t.localRunning - t.remoteRunning));
+      }
+      if (t.localRunning != Clock::time_point{}) {
+        ++running;
+        lastRunning = std::max(lastRunning, t.localRunning);
+      }
+    }
+    Percentiles po = percentiles(out), pb = percentiles(back);
+    json row = {{"wave", wave + 1},
+                {"pods", n},
+                {"pods_on_vnode", created},
+                {"rate_target", f.rate},
+                {"create_s", ms(createdAt - t0) / 1000},
+                {"create_errors", failed.load()},
+                {"running_locally", running},
+                {"all_running_s", done ? ms(lastRunning - t0) / 1000 : -1},
+                {"out_p50_ms", po.p50},
+                {"out_p99_ms", po.p99},
+                {"out_max_ms", po.max},
+                {"back_p50_ms", pb.p50},
+                {"back_p99_ms", pb.p99},
+                {"back_max_ms", pb.max},
+                {"agent_rss_mib", procStatusKiB(agentPid, "VmRSS") / 1024.0},
+                {"agent_peak_rss_mib", procStatusKiB(agentPid, "VmHWM") / 1024.0},
+                {"agent_cpu_s", cpu1 - cpu0},
+                {"provider_agent_cpu_s", pcpu1 - pcpu0},
+                {"provider_agent_peak_rss_mib", procStatusKiB(providerAgentPid, "VmHWM") / 1024.0},
+                {"stream_bytes_per_pod", n > 0 ? static_cast<double>(bytes1 - bytes0) / n : 0},
+                {"wall_s", ms(t1 - t0) / 1000},
+                {"load", loadavg()}};
+    if (f.json) {
+      std::printf("%s\n", row.dump().c_str());
+    } else {
+      std::printf("offload_bench wave %zu: %d Pods bound to %s at %.0f/s (%d on the node now)\n",
+                  wave + 1, n, vnode.c_str(), f.rate, created);
+      for (auto it = row.begin(); it != row.end(); ++it) {
+        std::printf("  %-28s %s\n", it.key().c_str(), it.value().dump().c_str());
+      }
+    }
+    std::fflush(stdout);
+    if (!done || failed.load() > 0) {
+      std::fprintf(stderr, "offload_bench: wave %zu incomplete: %zu of %d Running locally\n",
+                   wave + 1, running, n);
+      status = 1;
+      break;
+    }
+  }
+  if (!f.json) std::printf("# load average before %s, after %s\n", loadBefore.c_str(), loadavg().c_str());
+  localWatch.stop();
+  remoteWatch.stop();
+  consumerAgent.stop();
+  providerAgent.stop();
+  proxy.stop();
+  return status;
+}
