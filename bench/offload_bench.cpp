@@ -14,7 +14,9 @@
 //   provider Running                -> local Running       : added latency on the way back
 // plus the time from the first create until every Pod of the wave is Running locally, the
 // consumer agent's peak RSS (VmHWM) and CPU seconds (/proc/<pid>/stat), and forwarded bytes
-// per Pod. Waves run one after the other without deleting (the second wave of 10,000 adds to
+// per Pod. --in-process replaces the agents, the peering and the stream by the consumer's
+// PodReflector and the provider's ProviderApplier running in this process (the reflection
+// logic alone; agent figures are then not measured). Waves run one after the other without deleting (the second wave of 10,000 adds to
 // the 1,000 of the first). Prints a table (or JSON lines with --json). Run: make bench.
 #include <CLI/CLI.hpp>
 #include <arpa/inet.h>
@@ -30,10 +32,13 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
 #include <sstream>
 #include <thread>
 
 #include "bench/bench_client.h"
+#include "bench/inprocess_offload.h"
 #include "e2e/peering_fixture.h"
 #include "e2e/tcp_proxy.h"
 
@@ -52,6 +57,7 @@ struct Flags {
   int providerNodes = 25;
   int timeoutSeconds = 900;
   bool json = false;
+  bool inProcess = false;
 };
 
 std::string loadavg() {
@@ -253,9 +259,12 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(1, 1000));
   app.add_option("--timeout", f.timeoutSeconds, "seconds per wave")->capture_default_str();
   app.add_flag("--json", f.json, "JSON lines");
+  app.add_flag("--in-process", f.inProcess,
+               "reflector and applier in this process instead of agents and the stream");
   CLI11_PARSE(app, argc, argv);
   setenv("STRAIT_BIN", f.strait.c_str(), 1);
   signal(SIGPIPE, SIG_IGN);
+  spdlog::set_level(spdlog::level::warn);  // the in-process reflector logs each Pod at info
   std::string loadBefore = loadavg();
 
   e2e::Minicluster consumer, provider;
@@ -270,61 +279,65 @@ int main(int argc, char** argv) {
        "--pod-start-latency", "0s"});
   if (!err.empty()) return fail("provider: " + err);
 
-  // The consumer agent reaches the provider agent through the counting forwarder.
-  uint16_t providerPort = freePort();
-  e2e::TcpProxy proxy(providerPort);
-  if (err = proxy.start(); !err.empty()) return fail("proxy: " + err);
-  e2e::AgentProcess providerAgent, consumerAgent;
-  err = providerAgent.start(provider.kubeconfig(), "provider",
-                            {"--share", "1", "--advertise",
-                             "127.0.0.1:" + std::to_string(proxy.port())},
-                            "127.0.0.1:" + std::to_string(providerPort));
-  if (!err.empty()) return fail(err);
-  err = consumerAgent.start(consumer.kubeconfig(), "consumer", {});
-  if (!err.empty()) return fail(err);
-
-  int total = 0;
-  for (int w : f.waves) total += w;
-  auto run = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), f.strait);
-    return e2e::runCommand(args, {}, 120s);
-  };
-  e2e::CommandResult peer =
-      run({"peer", "--kubeconfig", consumer.kubeconfig(), "--remote-kubeconfig",
-           provider.kubeconfig(), "--cpu", "20000", "--memory", "80000Gi", "--pods",
-           std::to_string(total + 1000)});
-  if (peer.exitCode != 0) return fail("strait peer: " + peer.describe());
-
   std::string access;
   auto caccess = bench::loadKubeconfig(consumer.kubeconfig(), &access);
   auto paccess = bench::loadKubeconfig(provider.kubeconfig(), &access);
   if (!caccess || !paccess) return fail("kubeconfig: " + access);
-  const std::string vnode = "strait-provider";
+  const std::string vnode = f.inProcess ? "strait-bench" : "strait-provider";
   bench::ApiConnection probe(*caccess);
   if (!probe.connect(&err)) return fail("connect: " + err);
-  bool ready = e2e::waitFor(
-      [&] {
-        bench::ApiResponse r;
-        if (!probe.request("GET", "/api/v1/nodes/" + vnode, "", &r, &err) || r.status != 200) {
-          return false;
-        }
-        json node = json::parse(r.body, nullptr, false);
-        for (const json& c : node.value("/status/conditions"_json_pointer, json::array())) {
-          if (c.value("type", "") == "Ready" && c.value("status", "") == "True") return true;
-        }
-        return false;
-      },
-      60s, 100ms);
-  if (!ready) return fail("virtual node " + vnode + " not Ready:\n" + consumerAgent.logs());
   bench::ApiResponse r;
   probe.request("POST", "/api/v1/namespaces",
                 json{{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "bench"}}}}
                     .dump(),
                 &r, &err);
-  e2e::CommandResult offload = run({"offload", "namespace", "bench", "--kubeconfig",
-                                    consumer.kubeconfig(), "--remote-name", "provider"});
-  if (offload.exitCode != 0) return fail("strait offload: " + offload.describe());
-
+  // Default mode: the counting forwarder sits between the two agents.
+  uint16_t providerPort = freePort();
+  e2e::TcpProxy proxy(providerPort);
+  e2e::AgentProcess providerAgent, consumerAgent;
+  std::unique_ptr<bench::InProcessOffload> inProcess;
+  int total = 0;
+  for (int w : f.waves) total += w;
+  if (f.inProcess) {
+    inProcess = bench::InProcessOffload::start(consumer.kubeconfig(), provider.kubeconfig(),
+                                               "0c0ffee0-1111-4222-8333-444455556666", vnode,
+                                               10, &err);
+    if (!inProcess) return fail("in-process reflector: " + err);
+  } else {
+    if (err = proxy.start(); !err.empty()) return fail("proxy: " + err);
+    err = providerAgent.start(provider.kubeconfig(), "provider",
+                              {"--share", "1", "--advertise",
+                               "127.0.0.1:" + std::to_string(proxy.port())},
+                              "127.0.0.1:" + std::to_string(providerPort));
+    if (!err.empty()) return fail(err);
+    err = consumerAgent.start(consumer.kubeconfig(), "consumer", {});
+    if (!err.empty()) return fail(err);
+    auto run = [&](std::vector<std::string> args) {
+      args.insert(args.begin(), f.strait);
+      return e2e::runCommand(args, {}, 120s);
+    };
+    e2e::CommandResult peer =
+        run({"peer", "--kubeconfig", consumer.kubeconfig(), "--remote-kubeconfig",
+             provider.kubeconfig(), "--cpu", "20000", "--memory", "80000Gi", "--pods",
+             std::to_string(total + 1000)});
+    if (peer.exitCode != 0) return fail("strait peer: " + peer.describe());
+    bool ready = e2e::waitFor(
+        [&] {
+          if (!probe.request("GET", "/api/v1/nodes/" + vnode, "", &r, &err) || r.status != 200) {
+            return false;
+          }
+          json node = json::parse(r.body, nullptr, false);
+          for (const json& c : node.value("/status/conditions"_json_pointer, json::array())) {
+            if (c.value("type", "") == "Ready" && c.value("status", "") == "True") return true;
+          }
+          return false;
+        },
+        60s, 100ms);
+    if (!ready) return fail("virtual node " + vnode + " not Ready:\n" + consumerAgent.logs());
+    e2e::CommandResult offload = run({"offload", "namespace", "bench", "--kubeconfig",
+                                      consumer.kubeconfig(), "--remote-name", "provider"});
+    if (offload.exitCode != 0) return fail("strait offload: " + offload.describe());
+  }
   Recorder rec;
   WatchThread localWatch(*caccess, "/api/v1/namespaces/bench/pods?watch=1",
                          [&](const json& p, Clock::time_point at) { rec.localEvent(p, at); });
@@ -334,8 +347,8 @@ int main(int argc, char** argv) {
   if (err = localWatch.start(); !err.empty()) return fail(err);
   if (err = remoteWatch.start(); !err.empty()) return fail(err);
 
-  pid_t agentPid = consumerAgent.pid();
-  pid_t providerAgentPid = providerAgent.pid();
+  pid_t agentPid = f.inProcess ? -1 : consumerAgent.pid();
+  pid_t providerAgentPid = f.inProcess ? -1 : providerAgent.pid();
   int status = 0;
   int created = 0;
   for (size_t wave = 0; wave < f.waves.size(); ++wave) {
@@ -391,6 +404,7 @@ int main(int argc, char** argv) {
     }
     Percentiles po = percentiles(out), pb = percentiles(back);
     json row = {{"wave", wave + 1},
+                {"mode", f.inProcess ? "in-process reflector, no agents" : "agents + stream"},
                 {"pods", n},
                 {"pods_on_vnode", created},
                 {"rate_target", f.rate},
@@ -412,6 +426,13 @@ int main(int argc, char** argv) {
                 {"stream_bytes_per_pod", n > 0 ? static_cast<double>(bytes1 - bytes0) / n : 0},
                 {"wall_s", ms(t1 - t0) / 1000},
                 {"load", loadavg()}};
+    if (f.inProcess) {
+      for (const char* k : {"agent_rss_mib", "agent_peak_rss_mib", "agent_cpu_s",
+                            "provider_agent_cpu_s", "provider_agent_peak_rss_mib",
+                            "stream_bytes_per_pod"}) {
+        row[k] = nullptr;  // no agents, no stream in this mode
+      }
+    }
     if (f.json) {
       std::printf("%s\n", row.dump().c_str());
     } else {
