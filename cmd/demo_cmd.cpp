@@ -83,6 +83,7 @@ class Demo {
   std::string self_;
   fs::path dir_;
   bool createdDir_ = false;
+  fs::path createdRoot_;  // the outermost folder created for dir_
   std::vector<fs::path> createdFiles_;
   std::vector<std::unique_ptr<ChildProcess>> children_;  // long-running ones
   std::vector<std::unique_ptr<ChildProcess>> steps_;     // strait peer, strait offload
@@ -137,6 +138,12 @@ std::string Demo::prepareDir() {
       }
     }
   } else {
+    // Remove at the end the outermost folder this creates, not only the leaf.
+    createdRoot_ = dir_;
+    while (createdRoot_.has_parent_path() && createdRoot_.parent_path() != createdRoot_ &&
+           !fs::exists(createdRoot_.parent_path(), ec)) {
+      createdRoot_ = createdRoot_.parent_path();
+    }
     if (!fs::create_directories(dir_, ec)) {
       return "--dir " + dir_.string() + ": cannot create: " + ec.message();
     }
@@ -418,7 +425,7 @@ void Demo::cleanUp() {
   cloud_.reset();
   std::error_code ec;
   if (createdDir_) {
-    fs::remove_all(dir_, ec);
+    fs::remove_all(createdRoot_, ec);
   } else {
     for (const fs::path& p : createdFiles_) fs::remove_all(p, ec);
   }

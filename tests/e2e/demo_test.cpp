@@ -11,7 +11,7 @@ using namespace demo;
 // Ctrl-C while the clusters are still starting: the demo stops what it started so far.
 TEST(DemoTest, CtrlCDuringStartStopsEverything) {
   TempDir tmp("strait-demo-test");
-  std::string dir = tmp.file("demo");
+  std::string dir = tmp.file("new/demo");  // both folders are the demo's to remove
   BackgroundProcess demo;
   std::string error;
   ASSERT_TRUE(demo.start(demoArgs(dir), {}, tmp.file("out"), tmp.file("err"), &error)) << error;
@@ -25,7 +25,7 @@ TEST(DemoTest, CtrlCDuringStartStopsEverything) {
   EXPECT_EQ(demo.exitCode(), 130) << demo.stdoutText() << demo.stderrText();
   pids = startedPids(demo.stdoutText());  // a child may have started just before the signal
   expectAllGone(pids);
-  EXPECT_FALSE(exists(dir));
+  EXPECT_FALSE(exists(tmp.file("new")));
 }
 
 // SIGKILL leaves no chance to clean up; the children still die with their parent.
