@@ -3,6 +3,7 @@
 //  - time for `strait peer` (in-band: issues a token on the provider and peers; out-of-band:
 //    `strait peer --token` with a token issued beforehand) to return success, i.e. until the
 //    consumer agent holds a signed certificate and the ForeignCluster says Authenticated;
+//  - the same for `strait peer --mode pull` (in-band; the provider agent dials the consumer);
 //  - time to notice a lost peer: the provider agent is SIGKILLed and the consumer's
 //    ForeignCluster is polled (every 5 ms, in process) until Connected=False.
 // Prints a table (or JSON lines with --json). Figures are wall-clock on a shared machine.
@@ -121,6 +122,22 @@ int main(int argc, char** argv) {
     inBand.push_back(ms(t1 - t0));
     if (!unpeer()) return 1;
   }
+  // Pull mode: the provider agent dials the consumer agent's link port (here it could also
+  // be dialed, but the consumer goes through the link for every call).
+  std::vector<double> pullInBand;
+  for (int i = 0; i < runs; ++i) {
+    auto t0 = Clock::now();
+    auto r = run({"peer", "--kubeconfig", consumer.kubeconfig(), "--remote-kubeconfig",
+                  provider.kubeconfig(), "--mode", "pull"});
+    auto t1 = Clock::now();
+    if (r.exitCode != 0) {
+      std::cerr << "pull peer failed: " << r.describe() << "\n";
+      return 1;
+    }
+    pullInBand.push_back(ms(t1 - t0));
+    e2e::waitFor([&] { return connected(*consumerClient) == "True"; }, 30s, 10ms);
+    if (!unpeer()) return 1;
+  }
   for (int i = 0; i < runs; ++i) {
     auto tok = run({"token", "--kubeconfig", provider.kubeconfig()});
     std::string token = tok.out.substr(0, tok.out.find('\n'));
@@ -156,7 +173,7 @@ int main(int argc, char** argv) {
   unpeer();
   std::string loadAfter = loadavg();
 
-  Stats a = stats(inBand), b = stats(outOfBand), c = stats(lost);
+  Stats a = stats(inBand), b = stats(outOfBand), c = stats(lost), d = stats(pullInBand);
   if (json) {
     auto line = [&](const char* name, const Stats& s, size_t n) {
       std::printf("{\"figure\":\"%s\",\"runs\":%zu,\"min_ms\":%.1f,\"p50_ms\":%.1f,\"max_ms\":%.1f}\n",
@@ -164,6 +181,7 @@ int main(int argc, char** argv) {
     };
     line("peer_in_band", a, inBand.size());
     line("peer_out_of_band", b, outOfBand.size());
+    line("peer_pull_in_band", d, pullInBand.size());
     line("lost_peer_noticed", c, lost.size());
   } else {
     std::printf("# load average before: %s, after: %s; %u cores\n", loadBefore.c_str(),
@@ -173,6 +191,8 @@ int main(int argc, char** argv) {
                 inBand.size(), a.min, a.p50, a.max);
     std::printf("%-44s %6zu %9.1f %9.1f %9.1f\n", "strait peer --token (out-of-band)",
                 outOfBand.size(), b.min, b.p50, b.max);
+    std::printf("%-44s %6zu %9.1f %9.1f %9.1f\n", "strait peer --mode pull (in-band)",
+                pullInBand.size(), d.min, d.p50, d.max);
     std::printf("%-44s %6zu %9.1f %9.1f %9.1f\n",
                 ("lost provider noticed (lost-after " + lostAfter + ")").c_str(), lost.size(),
                 c.min, c.p50, c.max);

@@ -21,6 +21,8 @@ struct AgentFlags {
   std::string clusterName;
   std::string listen = "127.0.0.1:7443";
   std::string advertise;
+  std::string linkListen;
+  std::string linkAdvertise;
   std::string certTtl = "1h";
   std::string heartbeat = "1s";
   std::string lostAfter = "3s";
@@ -36,6 +38,8 @@ int runAgent(const AgentFlags& f) {
   cfg.clusterName = f.clusterName;
   cfg.listen = f.listen;
   cfg.advertise = f.advertise;
+  cfg.linkListen = f.linkListen;
+  cfg.linkAdvertise = f.linkAdvertise;
   auto ttl = parseDuration(f.certTtl);
   auto hb = parseDuration(f.heartbeat);
   auto lost = parseDuration(f.lostAfter);
@@ -100,6 +104,10 @@ void addAgentCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--advertise", flags->advertise,
                   "HOST:PORT other clusters dial (default: listen host and bound port)");
+  sub->add_option("--link-listen", flags->linkListen,
+                  "HOST:PORT provider agents dial in pull mode (default: listen host, any port)");
+  sub->add_option("--link-advertise", flags->linkAdvertise,
+                  "HOST:PORT published for the link port (default: advertised host, bound port)");
   sub->add_option("--cert-ttl", flags->certTtl, "validity of client certificates this cluster signs")
       ->capture_default_str();
   sub->add_option("--heartbeat-interval", flags->heartbeat, "how often to call each provider")

@@ -21,15 +21,29 @@ int fail(const std::string& what) {
 struct TokenFlags {
   std::string kubeconfig;
   std::string ttl = "1h";
+  std::string mode = "push";
+  std::string consumerEndpoint;
+  std::string consumerCaFingerprint;
 };
+
+bool validMode(const std::string& mode) { return mode == "push" || mode == "pull"; }
 
 int runToken(const TokenFlags& f) {
   setupLogging("warn");
   auto ttl = parseDuration(f.ttl);
   if (!ttl || ttl->count() < 1000) return fail("--ttl: expected a duration of at least 1s");
+  if (!validMode(f.mode)) return fail("--mode: expected push or pull");
+  bool pull = f.mode == "pull";
+  if (pull != !f.consumerEndpoint.empty() || pull != !f.consumerCaFingerprint.empty()) {
+    return fail("--mode pull needs --consumer-endpoint and --consumer-ca-fingerprint (the "
+                "consumer's ConfigMap strait-system/strait-agent: linkEndpoint, "
+                "caFingerprint), and only it takes them");
+  }
+  peering::PullTarget target{f.consumerEndpoint, f.consumerCaFingerprint, ""};
   auto client = clientFor(f.kubeconfig);
   if (!client.ok()) return fail(client.error().message);
-  auto token = peering::issueToken(**client, std::chrono::duration_cast<std::chrono::seconds>(*ttl));
+  auto token = peering::issueToken(**client, std::chrono::duration_cast<std::chrono::seconds>(*ttl),
+                                   pull ? &target : nullptr);
   if (!token.ok()) return fail(token.error().message);
   std::cout << token->reveal() << "\n";
   return 0;
@@ -45,6 +59,7 @@ struct PeerFlags {
   std::string pods = "110";
   std::vector<std::string> resources;
   std::string timeout = "60s";
+  std::string mode = "push";
 };
 
 // The token in `path` (surrounding whitespace dropped), so that it never shows in `ps`.
@@ -75,6 +90,7 @@ int runPeer(const PeerFlags& f) {
   }
   auto timeout = parseDuration(f.timeout);
   if (!timeout) return fail("--timeout: expected a duration like 60s");
+  if (!validMode(f.mode)) return fail("--mode: expected push or pull");
   std::string resources = "cpu=" + f.cpu + ",memory=" + f.memory + ",pods=" + f.pods;
   for (const std::string& r : f.resources) resources += "," + r;
   auto requested = peering::parseResourceArg(resources);
@@ -84,10 +100,17 @@ int runPeer(const PeerFlags& f) {
   peering::PeerRequest req;
   req.requested = *requested;
   req.timeout = *timeout;
+  req.pull = f.mode == "pull";
   if (!f.remoteKubeconfig.empty()) {
     auto provider = clientFor(f.remoteKubeconfig);
     if (!provider.ok()) return fail(provider.error().message);
-    auto token = peering::issueToken(**provider, std::chrono::minutes(10));
+    kube::Result<peering::PullTarget> target = peering::PullTarget{};
+    if (req.pull) {
+      target = peering::consumerPullTarget(**consumer);
+      if (!target.ok()) return fail(target.error().message);
+    }
+    auto token = peering::issueToken(**provider, std::chrono::minutes(10),
+                                     req.pull ? &*target : nullptr);
     if (!token.ok()) return fail("issuing a token on the provider: " + token.error().message);
     req.token = token->reveal();
   } else if (!f.tokenFile.empty()) {
@@ -174,6 +197,14 @@ void addPeeringCommands(CLI::App& app) {
   CLI::App* token = app.add_subcommand("token", "print a one-time peering token for this provider");
   token->add_option("--kubeconfig", tf->kubeconfig, "kubeconfig of the provider")->required();
   token->add_option("--ttl", tf->ttl, "how long the token stays valid")->capture_default_str();
+  token->add_option("--mode", tf->mode,
+                    "push (the consumer dials this provider) or pull (this provider's agent "
+                    "dials the consumer, e.g. from behind NAT)")
+      ->capture_default_str();
+  token->add_option("--consumer-endpoint", tf->consumerEndpoint,
+                    "pull mode: the consumer agent's link endpoint HOST:PORT");
+  token->add_option("--consumer-ca-fingerprint", tf->consumerCaFingerprint,
+                    "pull mode: SHA-256 fingerprint of the consumer's CA (pinned)");
   token->callback([tf] { setExitCode(runToken(*tf)); });
 
   auto pf = std::make_shared<PeerFlags>();
@@ -189,6 +220,11 @@ void addPeeringCommands(CLI::App& app) {
   peer->add_option("--pods", pf->pods, "pods to ask for")->capture_default_str();
   peer->add_option("--resource", pf->resources, "other resource NAME=QUANTITY (repeatable)");
   peer->add_option("--timeout", pf->timeout, "how long to wait")->capture_default_str();
+  peer->add_option("--mode", pf->mode,
+                   "push (this consumer's agent dials the provider) or pull (the provider's "
+                   "agent dials this consumer's agent; with --token, the token must be issued "
+                   "with `strait token --mode pull`)")
+      ->capture_default_str();
   peer->callback([pf] { setExitCode(runPeer(*pf)); });
 
   auto uf = std::make_shared<UnpeerFlags>();

@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+
 #include "peering/foreign_cluster.h"
 #include "peering/names.h"
 
@@ -100,6 +102,7 @@ kube::Status Agent::publishEndpoint() {
               {{"endpoint", endpoint_},
                {"clusterID", identity_.clusterId},
                {"clusterName", identity_.clusterName},
+               {"linkEndpoint", linkEndpoint_},
                {"caFingerprint", identity_.caFingerprint()}}}};
   kube::Result<json> r = client_->create(kube::resources::kConfigMaps, kSys, cm);
   if (r.ok()) return kube::Status::OK();
@@ -110,6 +113,39 @@ kube::Status Agent::publishEndpoint() {
   cm["metadata"]["resourceVersion"] = (*cur)["metadata"]["resourceVersion"];
   kube::Result<json> u = client_->update(kube::resources::kConfigMaps, kSys, cm);
   return u.ok() ? kube::Status::OK() : kube::Status(u.error());
+}
+
+kube::Status Agent::startPull(const kube::KeyPair& chain) {
+  // Consumer side: the link port provider agents dial, and forwarders beside the gRPC port.
+  std::string listenHost = hostOf(config_.listen);
+  bool wildcard = listenHost == "0.0.0.0" || listenHost == "[::]";
+  LinkListener::Options lo;
+  // Default: the port after the gRPC port (stable across restarts, as pull targets name
+  // it), or any port when the gRPC port is chosen by the system.
+  std::string listenPort = config_.listen.substr(config_.listen.rfind(':') + 1);
+  lo.listen = config_.linkListen;
+  if (lo.listen.empty()) {
+    lo.listen = listenHost + ":" + (listenPort == "0" ? std::string("0")
+                                                      : std::to_string(std::atoi(listenPort.c_str()) + 1));
+  }
+  lo.forwardHost = wildcard ? "127.0.0.1" : listenHost;
+  lo.chain = chain;
+  lo.timing = config_.linkTiming;
+  kube::Client* client = client_.get();
+  lo.expectedCa = [client](const std::string& providerId) {
+    return expectedProviderCa(*client, providerId);
+  };
+  kube::Result<std::unique_ptr<LinkListener>> links = LinkListener::start(std::move(lo));
+  if (!links.ok()) return links.error();
+  links_ = std::move(*links);
+  linkEndpoint_ = config_.linkAdvertise.empty()
+                      ? hostOf(endpoint_) + ":" + std::to_string(links_->port())
+                      : config_.linkAdvertise;
+  // Provider side: dial the consumers whose pull targets name them; relay to our gRPC port.
+  std::string local = (wildcard ? std::string("127.0.0.1") : listenHost) + ":" +
+                      std::to_string(server_->port());
+  dialers_ = std::make_unique<PullDialers>(*client_, chain, local, config_.linkTiming);
+  return kube::Status::OK();
 }
 
 kube::Status Agent::start() {
@@ -140,13 +176,20 @@ kube::Status Agent::start() {
     endpoint_ = "127.0.0.1:" + std::to_string(server_->port());
     spdlog::warn("event=advertise_defaulted endpoint={} hint=\"set --advertise\"", endpoint_);
   }
+  if (kube::Status s = startPull(sc.serverCert); !s.ok()) return s;
   if (kube::Status s = publishEndpoint(); !s.ok()) return s;
   ConsumerConfig cc = config_.consumer;
   cc.ownEndpoint = endpoint_;
+  LinkListener* links = links_.get();
+  cc.pullEndpoint = [links](const std::string& id) { return links->forwardEndpoint(id); };
+  cc.pullLinked = [links](const std::string& id) { return links->linked(id); };
+  cc.pullRetain = [links](const std::set<std::string>& ids) { links->retain(ids); };
   consumer_ = std::make_unique<ConsumerController>(identity_, *client_, cc);
   thread_ = std::thread([this] { loop(); });
-  spdlog::info("event=agent_started cluster_id={} name={} listen={} endpoint={}",
-               identity_.clusterId, identity_.clusterName, config_.listen, endpoint_);
+  spdlog::info("event=agent_started cluster_id={} name={} listen={} port={} endpoint={} "
+               "link_endpoint={}",
+               identity_.clusterId, identity_.clusterName, config_.listen, server_->port(),
+               endpoint_, linkEndpoint_);
   return kube::Status::OK();
 }
 
@@ -159,6 +202,7 @@ void Agent::loop() {
     // must not end the agent: log and carry on with the next pass.
     try {
       provider_->tick(now);
+      dialers_->tick(now);
       consumer_->tick(now);
     } catch (const std::exception& e) {
       spdlog::error("event=loop_exception error=\"{}\"", e.what());
@@ -175,6 +219,8 @@ void Agent::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (dialers_) dialers_->stop();
+  if (links_) links_->stop();
   if (server_) server_->shutdown(std::chrono::seconds(2));
 }
 

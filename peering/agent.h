@@ -23,7 +23,9 @@
 #include "kube/client.h"
 #include "peering/consumer.h"
 #include "peering/identity.h"
+#include "peering/link.h"
 #include "peering/provider.h"
+#include "peering/pull.h"
 #include "peering/transport.h"
 
 namespace strait::peering {
@@ -32,6 +34,11 @@ struct AgentConfig {
   std::string clusterName;
   std::string listen = "127.0.0.1:0";
   std::string advertise;  // host:port others dial; default: the listen host with the bound port
+  // Pull mode: the port provider agents dial (default: the listen host, any port) and the
+  // address published for it (default: the advertised host with the bound port).
+  std::string linkListen;
+  std::string linkAdvertise;
+  LinkTiming linkTiming;
   ProviderConfig provider;
   ConsumerConfig consumer;
   std::chrono::milliseconds loopInterval{100};
@@ -57,18 +64,23 @@ class Agent {
 
   const ClusterIdentity& identity() const { return identity_; }
   const std::string& endpoint() const { return endpoint_; }
+  const std::string& linkEndpoint() const { return linkEndpoint_; }
 
  private:
   Agent(AgentConfig config, std::unique_ptr<kube::Client> client);
   kube::Status loadOrCreateIdentity();
   kube::Status installCrd();
   kube::Status publishEndpoint();
+  kube::Status startPull(const kube::KeyPair& chain);
   void loop();
 
   AgentConfig config_;
   std::unique_ptr<kube::Client> client_;
   ClusterIdentity identity_;
   std::string endpoint_;
+  std::string linkEndpoint_;
+  std::unique_ptr<LinkListener> links_;   // consumer side of pull mode
+  std::unique_ptr<PullDialers> dialers_;  // provider side of pull mode
   std::unique_ptr<ProviderService> provider_;
   std::unique_ptr<ConsumerController> consumer_;
   std::unique_ptr<RpcServer> server_;

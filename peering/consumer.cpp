@@ -11,6 +11,7 @@
 #include "peering/foreign_cluster.h"
 #include "peering/names.h"
 #include "peering/policy.h"
+#include "peering/pull.h"
 #include "peering/token.h"
 
 namespace strait::peering {
@@ -72,11 +73,16 @@ void ConsumerController::deliverRevocations(std::chrono::system_clock::time_poin
   sel.labelSelector = std::string(kLabelComponent) + "=revocation-pending";
   kube::Result<json> records = client_.list(kube::resources::kSecrets, kSys, sel);
   if (!records.ok()) return;
+  pullRevocations_.clear();
   for (const json& rec : records->value("items", json::array())) {
     std::string name = rec.value("/metadata/name"_json_pointer, std::string());
     std::string providerId = dataField(rec, "providerID");
+    std::string mode = dataField(rec, "mode");
+    if (mode == kModePull) pullRevocations_.insert(providerId);
+    kube::Result<std::string> address = dialAddress(providerId, mode, dataField(rec, "endpoint"));
+    if (!address.ok()) continue;
     ClientConfig cc;
-    cc.endpoint = dataField(rec, "endpoint");
+    cc.endpoint = *address;
     cc.serverCaPem = dataField(rec, "ca.crt");
     cc.serverName = agentServerName(providerId);
     cc.clientCert = {dataField(rec, "tls.crt"), dataField(rec, "tls.key")};
@@ -96,8 +102,19 @@ void ConsumerController::deliverRevocations(std::chrono::system_clock::time_poin
       spdlog::info("event=revocation_delivered provider={} deleted={}", providerId,
                    resp.deleted_objects());
       (void)client_.remove(kube::resources::kSecrets, kSys, name);
+      pullRevocations_.erase(providerId);
     }
   }
+}
+
+kube::Result<std::string> ConsumerController::dialAddress(const std::string& providerId,
+                                                          const std::string& mode,
+                                                          const std::string& endpoint) {
+  if (mode != kModePull) return endpoint;
+  if (!config_.pullEndpoint) {
+    return kube::makeError(Code::Unavailable, "pull mode is not available in this agent");
+  }
+  return config_.pullEndpoint(providerId);
 }
 
 void ConsumerController::tick(std::chrono::system_clock::time_point now) {
@@ -108,6 +125,7 @@ void ConsumerController::tick(std::chrono::system_clock::time_point now) {
     return;
   }
   std::set<std::string> seen;
+  std::set<std::string> pull = pullRevocations_;
   for (const json& fc : list->value("items", json::array())) {
     if (fc.value("/spec/role"_json_pointer, std::string()) != kRoleProvider) continue;
     if (fc.contains("metadata") && fc["metadata"].contains("deletionTimestamp")) continue;
@@ -115,6 +133,8 @@ void ConsumerController::tick(std::chrono::system_clock::time_point now) {
     std::string fcName = fc.value("/metadata/name"_json_pointer, std::string());
     if (!validClusterId(providerId)) continue;
     seen.insert(providerId);
+    bool isPull = fc.value("/spec/mode"_json_pointer, std::string()) == kModePull;
+    if (isPull) pull.insert(providerId);
     auto it = peerings_.find(providerId);
     if (it == peerings_.end()) {
       Peering p;
@@ -122,6 +142,14 @@ void ConsumerController::tick(std::chrono::system_clock::time_point now) {
         p.lastSuccess = now;  // a full grace period before calling the provider lost
         p.connected = true;
         it = peerings_.emplace(providerId, std::move(p)).first;
+      } else if (isPull && !(config_.pullLinked && config_.pullLinked(providerId))) {
+        // The provider agent has not dialed in yet: Join travels over its link.
+        if (waitingNoted_.insert(providerId).second) {
+          std::string msg = "waiting for the provider agent to dial this cluster's link port";
+          patchStatus(fcName, conditionsFor(fc, false, "WaitingForProvider", msg, false,
+                                            "WaitingForProvider", msg, now));
+        }
+        continue;
       } else {
         join(fc, now);
         continue;
@@ -142,6 +170,10 @@ void ConsumerController::tick(std::chrono::system_clock::time_point now) {
     announceDown(it->first, it->second);
     it = peerings_.erase(it);
   }
+  for (auto it = waitingNoted_.begin(); it != waitingNoted_.end();) {
+    it = seen.count(*it) ? std::next(it) : waitingNoted_.erase(it);
+  }
+  if (config_.pullRetain) config_.pullRetain(pull);
 }
 
 void ConsumerController::announceDown(const std::string& providerId, Peering& p) {
@@ -157,8 +189,15 @@ bool ConsumerController::loadCredential(const std::string& providerId, const std
       client_.get(kube::resources::kSecrets, kSys, credentialSecretName(providerId));
   if (!secret.ok()) return false;
   kube::KeyPair cert{dataField(*secret, "tls.crt"), dataField(*secret, "tls.key")};
+  std::string mode = dataField(*secret, "mode");
+  kube::Result<std::string> address = dialAddress(providerId, mode, dataField(*secret, "endpoint"));
+  if (!address.ok()) {
+    spdlog::warn("event=credential_unusable provider={} error=\"{}\"", providerId,
+                 address.error().message);
+    return false;
+  }
   ClientConfig cc;
-  cc.endpoint = dataField(*secret, "endpoint");
+  cc.endpoint = *address;
   cc.serverCaPem = dataField(*secret, "ca.crt");
   cc.serverName = agentServerName(providerId);
   cc.clientCert = cert;
@@ -171,6 +210,7 @@ bool ConsumerController::loadCredential(const std::string& providerId, const std
   p->fcName = fcName;
   p->rpc = std::shared_ptr<RpcClient>(std::move(*rpc));
   p->tenantNamespace = dataField(*secret, "tenantNamespace");
+  if (mode == kModePull) p->relayEndpoint = *address;
   p->notAfter = info->notAfter;
   p->issuedAt = info->notBefore;
   std::string issued = secret->value("/metadata/annotations"_json_pointer, json::object())
@@ -205,7 +245,10 @@ void ConsumerController::join(const json& fc, std::chrono::system_clock::time_po
     return refuse("JoinRefused", "token is for cluster " + token->clusterId +
                                      ", the ForeignCluster names " + providerId);
   }
-  kube::Result<std::string> ca = fetchPinnedCa(token->endpoint, token->caFingerprint,
+  const std::string mode = fc.value("/spec/mode"_json_pointer, std::string(kModePush));
+  kube::Result<std::string> address = dialAddress(providerId, mode, token->endpoint);
+  if (!address.ok()) return refuse("ProviderUnreachable", address.error().message);
+  kube::Result<std::string> ca = fetchPinnedCa(*address, token->caFingerprint,
                                                config_.callTimeout);
   if (!ca.ok()) {
     return refuse(ca.code() == Code::Unavailable ? "ProviderUnreachable" : "JoinRefused",
@@ -216,7 +259,7 @@ void ConsumerController::join(const json& fc, std::chrono::system_clock::time_po
   if (!kc.ok()) return refuse("InternalError", kc.error().message);
   SecretString keyPem(std::move(kc->keyPem));
   ClientConfig cc;
-  cc.endpoint = token->endpoint;
+  cc.endpoint = *address;
   cc.serverCaPem = *ca;
   cc.serverName = agentServerName(providerId);
   kube::Result<std::unique_ptr<RpcClient>> bootstrap = makeRpcClient(cc);
@@ -257,6 +300,7 @@ void ConsumerController::join(const json& fc, std::chrono::system_clock::time_po
                  {"tls.key", base64Encode(keyPem.reveal())},
                  {"ca.crt", base64Encode(*ca)},
                  {"endpoint", base64Encode(token->endpoint)},
+                 {"mode", base64Encode(mode)},
                  {"providerID", base64Encode(providerId)},
                  {"tenantNamespace", base64Encode(resp.tenant_namespace())}}}};
   kube::Result<json> created = client_.create(kube::resources::kSecrets, kSys, cred);
@@ -272,6 +316,7 @@ void ConsumerController::join(const json& fc, std::chrono::system_clock::time_po
   status["tenantNamespace"] = resp.tenant_namespace();
   status["certificateNotAfter"] = rfc3339(info->notAfter);
   status["lastHeartbeatTime"] = rfc3339(now);
+  if (mode == kModePull) status["relayEndpoint"] = *address;
   patchStatus(fcName, status);
   spdlog::info("event=joined provider={} name={} tenant_namespace={} cert_not_after={}",
                providerId, resp.provider_name(), resp.tenant_namespace(), rfc3339(info->notAfter));
@@ -306,6 +351,7 @@ void ConsumerController::heartbeat(const json& fc, Peering& p,
     status["used"] = fromProto(resp.used());
     status["lastHeartbeatTime"] = rfc3339(done);
     status["certificateNotAfter"] = rfc3339(p.notAfter);
+    if (!p.relayEndpoint.empty()) status["relayEndpoint"] = p.relayEndpoint;
     patchStatus(p.fcName, status);
     const std::string providerId = fc.value("/spec/clusterID"_json_pointer, std::string());
     if (!p.live) {

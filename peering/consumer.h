@@ -17,7 +17,9 @@
 // Not thread-safe: tick() is called from the agent's single loop thread only.
 
 #include <chrono>
+#include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 
@@ -36,6 +38,11 @@ struct ConsumerConfig {
   // Told when a peering becomes usable and when it ends (observer.h). Borrowed, optional;
   // must outlive the controller.
   PeeringObserver* observer = nullptr;
+  // Pull mode (link.h), set by the agent: the local address through which calls to a
+  // pull-mode provider go, whether its link is up, and which providers still need a link.
+  std::function<kube::Result<std::string>(const std::string& providerId)> pullEndpoint;
+  std::function<bool(const std::string& providerId)> pullLinked;
+  std::function<void(const std::set<std::string>& providerIds)> pullRetain;
 };
 
 class ConsumerController {
@@ -61,7 +68,12 @@ class ConsumerController {
     std::chrono::system_clock::time_point lastSuccess;
     bool connected = false;
     bool revoked = false;
+    std::string relayEndpoint;  // pull mode: the link forwarder calls go through
   };
+
+  // Where calls to `providerId` go: `endpoint` in push mode, the link forwarder in pull mode.
+  kube::Result<std::string> dialAddress(const std::string& providerId, const std::string& mode,
+                                        const std::string& endpoint);
 
   void join(const nlohmann::json& fc, std::chrono::system_clock::time_point now);
   bool loadCredential(const std::string& providerId, const std::string& fcName, Peering* p);
@@ -79,6 +91,8 @@ class ConsumerController {
   const ConsumerConfig config_;
   std::map<std::string, Peering> peerings_;  // by provider cluster ID
   std::chrono::system_clock::time_point lastRevocationAttempt_;
+  std::set<std::string> pullRevocations_;  // providers with a pending pull-mode revocation
+  std::set<std::string> waitingNoted_;     // pull peerings whose wait for a link is recorded
 };
 
 }  // namespace strait::peering

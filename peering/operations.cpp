@@ -89,8 +89,26 @@ kube::Result<std::string> agentClusterId(kube::Client& cluster) {
   return dataField(*cm, "clusterID", false);
 }
 
-kube::Result<SecretString> issueToken(kube::Client& provider, std::chrono::seconds ttl) {
+kube::Result<PullTarget> consumerPullTarget(kube::Client& consumer) {
+  kube::Result<json> cm = agentConfigMap(consumer);
+  if (!cm.ok()) return cm.error();
+  PullTarget t;
+  t.consumerEndpoint = dataField(*cm, "linkEndpoint", false);
+  t.consumerCaFingerprint = dataField(*cm, "caFingerprint", false);
+  if (t.consumerEndpoint.empty()) {
+    return makeError(Code::NotFound, "the agent on " + consumer.config().server +
+                                         " publishes no link endpoint (restart it with this "
+                                         "version of strait for pull mode)");
+  }
+  return t;
+}
+
+kube::Result<SecretString> issueToken(kube::Client& provider, std::chrono::seconds ttl,
+                                      const PullTarget* pull) {
   if (ttl.count() <= 0) return makeError(Code::Invalid, "token: --ttl must be positive");
+  if (pull) {
+    if (kube::Status s = validatePullTarget(*pull); !s.ok()) return s.error();
+  }
   kube::Result<json> cm = agentConfigMap(provider);
   if (!cm.ok()) return cm.error();
   kube::Result<json> secret =
@@ -112,6 +130,11 @@ kube::Result<SecretString> issueToken(kube::Client& provider, std::chrono::secon
                  {"data",
                   {{"secretHash", base64Encode(tokenSecretHash(token.secret))},
                    {"expires", base64Encode(std::to_string(token.expiresUnix))}}}};
+  if (pull) {
+    kube::Result<json> target = provider.create(kube::resources::kConfigMaps, kSys,
+                                                pullTargetRecord(token.id, token.expiresUnix, *pull));
+    if (!target.ok()) return target.error();
+  }
   kube::Result<json> created = provider.create(kube::resources::kSecrets, kSys, record);
   if (!created.ok()) return created.error();
   spdlog::debug("event=token_issued id={} expires={}", token.id, token.expiresUnix);
@@ -160,6 +183,7 @@ kube::Result<PeerResult> requestPeering(kube::Client& consumer, const PeerReques
   json fc = makeForeignCluster(name, providerId, token->clusterName,
                                std::string(kRoleProvider), token->endpoint);
   fc["spec"]["tokenSecretRef"] = tokenSecret;
+  if (req.pull) fc["spec"]["mode"] = kModePull;
   fc["spec"]["requested"] = kube::formatResourceList(req.requested);
   kube::Result<json> created = consumer.create(kForeignClusters, "", fc);
   if (!created.ok()) return created.error();
@@ -245,6 +269,10 @@ kube::Result<std::vector<std::string>> unpeer(kube::Client& consumer, const Unpe
   if (cred.ok()) {
     ClientConfig cc;
     cc.endpoint = dataField(*cred, "endpoint", true);
+    if (dataField(*cred, "mode", true) == kModePull) {
+      // The provider is not reachable: go through the consumer agent's link forwarder.
+      cc.endpoint = fc->value("/status/relayEndpoint"_json_pointer, std::string());
+    }
     cc.serverCaPem = dataField(*cred, "ca.crt", true);
     cc.serverName = agentServerName(providerId);
     cc.clientCert = {dataField(*cred, "tls.crt", true), dataField(*cred, "tls.key", true)};
@@ -345,6 +373,7 @@ kube::Result<json> peeringStatus(kube::Client& cluster) {
     row["remote"] = fc.value("/spec/clusterName"_json_pointer, std::string());
     row["clusterID"] = fc.value("/spec/clusterID"_json_pointer, std::string());
     row["role"] = fc.value("/spec/role"_json_pointer, std::string());
+    row["mode"] = fc.value("/spec/mode"_json_pointer, std::string(kModePush));
     row["endpoint"] = fc.value("/spec/endpoint"_json_pointer, std::string());
     row["authenticated"] = conditionStatus(fc, "Authenticated");
     row["connected"] = conditionStatus(fc, "Connected");
@@ -368,7 +397,7 @@ std::string statusTable(const json& rows) {
     return r[k].get<std::string>();
   };
   std::vector<std::vector<std::string>> table = {
-      {"NAME", "ROLE", "CLUSTER-ID", "CONNECTED", "LATENCY", "TUNNEL", "GRANTED(cpu/mem/pods)",
+      {"NAME", "ROLE", "MODE", "CLUSTER-ID", "CONNECTED", "LATENCY", "TUNNEL", "GRANTED(cpu/mem/pods)",
        "USED(cpu/mem/pods)", "VNODE-READY"}};
   for (const json& r : rows) {
     std::string latency = "-";
@@ -379,7 +408,8 @@ std::string statusTable(const json& rows) {
     }
     const json& g = r["granted"];
     const json& u = r["used"];
-    table.push_back({r.value("name", ""), r.value("role", ""), r.value("clusterID", ""),
+    table.push_back({r.value("name", ""), r.value("role", ""), r.value("mode", ""),
+                     r.value("clusterID", ""),
                      r.value("connected", ""), latency, r.value("tunnel", ""),
                      res(g, "cpu") + "/" + res(g, "memory") + "/" + res(g, "pods"),
                      res(u, "cpu") + "/" + res(u, "memory") + "/" + res(u, "pods"),

@@ -11,18 +11,27 @@
 #include "kube/client.h"
 #include "peering/encoding.h"
 #include "peering/policy.h"
+#include "peering/pull.h"
 
 namespace strait::peering {
 
 // Issues a one-time token on the provider (whose agent must have started there): records
 // the token (hash of its secret, expiry) in Secret strait-system/strait-token-<id> and
 // returns the token text. Error NotFound when no agent has published its endpoint.
-kube::Result<SecretString> issueToken(kube::Client& provider, std::chrono::seconds ttl);
+// With `pull` (pull mode), also records the pull target (pull.h) so that the provider agent
+// starts dialing the consumer agent's link port.
+kube::Result<SecretString> issueToken(kube::Client& provider, std::chrono::seconds ttl,
+                                      const PullTarget* pull = nullptr);
+
+// The pull target of this cluster's agent as a consumer (its link endpoint and CA
+// fingerprint, from ConfigMap strait-system/strait-agent). NotFound if no agent started.
+kube::Result<PullTarget> consumerPullTarget(kube::Client& consumer);
 
 struct PeerRequest {
   std::string token;            // from `strait token` (or issued in-band)
   ResourceMap requested;        // cpu, memory, pods, extended resources
   std::chrono::milliseconds timeout{60000};
+  bool pull = false;            // pull mode: the provider agent dials the consumer agent
 };
 
 struct PeerResult {
@@ -52,7 +61,7 @@ struct UnpeerRequest {
 // left there for the provider agent to act on when it returns. Returns lines to print.
 kube::Result<std::vector<std::string>> unpeer(kube::Client& consumer, const UnpeerRequest& req);
 
-// The ForeignClusters as status rows (JSON objects with name, remote, clusterID, role,
+// The ForeignClusters as status rows (JSON objects with name, remote, clusterID, role, mode,
 // connected, latencyMs, tunnel, granted, used, virtualNodeReady, authenticated, message).
 kube::Result<nlohmann::json> peeringStatus(kube::Client& cluster);
 // The rows as an aligned text table.

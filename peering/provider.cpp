@@ -8,6 +8,7 @@
 
 #include "peering/foreign_cluster.h"
 #include "peering/names.h"
+#include "peering/pull.h"
 #include "peering/token.h"
 
 namespace strait::peering {
@@ -154,7 +155,8 @@ kube::Result<std::string> ProviderService::upsertForeignCluster(const std::strin
                                                                 const std::string& consumerName,
                                                                 const ResourceMap& requested,
                                                                 const ResourceMap& granted,
-                                                                const std::string& endpoint) {
+                                                                const std::string& endpoint,
+                                                                const std::string& mode) {
   std::string name = dnsLabel(consumerName);
   for (int attempt = 0; attempt < 2; ++attempt) {
     kube::Result<json> existing = client_.get(kForeignClusters, "", name);
@@ -166,6 +168,7 @@ kube::Result<std::string> ProviderService::upsertForeignCluster(const std::strin
     json fc = makeForeignCluster(name, consumerId, consumerName, std::string(kRoleConsumer),
                                  endpoint);
     fc["spec"]["tenantNamespace"] = tenantNamespace(consumerId);
+    fc["spec"]["mode"] = mode;
     fc["spec"]["requested"] = toJson(requested);
     kube::Result<json> written = existing.ok() ? [&] {
       fc["metadata"]["resourceVersion"] = (*existing)["metadata"]["resourceVersion"];
@@ -202,6 +205,17 @@ kube::Status ProviderService::join(const Caller& caller, const v1::JoinRequest& 
                  caller.address, s.error().message);
     return s;
   }
+  // A token issued for pull mode names the consumer's link port: bind it to this consumer.
+  std::string mode = kModePush, endpoint = req.consumer_endpoint();
+  if (kube::Result<Token> t = parseToken(req.token()); t.ok()) {
+    kube::Result<PullTarget> pull = bindPullTarget(client_, t->id, consumerId);
+    if (pull.ok()) {
+      mode = kModePull;
+      endpoint = pull->consumerEndpoint;
+    } else if (pull.code() != Code::NotFound) {
+      return pull.error();
+    }
+  }
   kube::Result<std::string> cert = kube::signCsrFor(identity_.ca, req.csr_pem(), false,
                                                     config_.certTtl);
   if (!cert.ok()) return makeError(Code::Invalid, "join refused: " + cert.error().message);
@@ -232,7 +246,7 @@ kube::Status ProviderService::join(const Caller& caller, const v1::JoinRequest& 
     c.connected = true;
   }
   kube::Result<std::string> fcName = upsertForeignCluster(
-      consumerId, req.consumer_name(), requested, granted, req.consumer_endpoint());
+      consumerId, req.consumer_name(), requested, granted, endpoint, mode);
   if (!fcName.ok()) return fcName.error();
   {
     std::lock_guard<std::mutex> lock(mu_);

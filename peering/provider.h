@@ -104,7 +104,8 @@ class ProviderService final : public PeeringHandler {
                                                  const std::string& consumerName,
                                                  const ResourceMap& requested,
                                                  const ResourceMap& granted,
-                                                 const std::string& endpoint);
+                                                 const std::string& endpoint,
+                                                 const std::string& mode);
   void patchStatus(const std::string& fcName, const nlohmann::json& status);
   // Forbidden (saying which resource and by how much) if creating `pod` would take the
   // consumer's pods past its grant.

@@ -24,15 +24,21 @@ std::string AgentProcess::start(const std::string& kubeconfig, const std::string
                        &error)) {
     return "start agent: " + error;
   }
-  std::string endpointLine;
+  std::string endpointLine, portLine, linkLine;
+  auto field = [](const std::string& log, size_t at, const std::string& key) {
+    size_t p = log.find(" " + key + "=", at);
+    if (p == std::string::npos) return std::string();
+    p += key.size() + 2;
+    return log.substr(p, log.find_first_of(" \n", p) - p);
+  };
   bool ok = waitFor(
       [&] {
         std::string log = process_->stderrText();
         size_t at = log.find("event=agent_started");
         if (at == std::string::npos) return !process_->running();
-        size_t ep = log.find("endpoint=", at);
-        size_t end = log.find_first_of(" \n", ep);
-        endpointLine = log.substr(ep + 9, end - ep - 9);
+        endpointLine = field(log, at, "endpoint");
+        portLine = field(log, at, "port");
+        linkLine = field(log, at, "link_endpoint");
         return true;
       },
       std::chrono::seconds(60));
@@ -40,12 +46,25 @@ std::string AgentProcess::start(const std::string& kubeconfig, const std::string
     return "agent did not start:\n" + process_->stderrText();
   }
   endpoint_ = endpointLine;
+  linkEndpoint_ = linkLine;
+  // Restarts listen on the same port (the advertised endpoint may be another address).
+  if (!portLine.empty()) listen_ = listen.substr(0, listen.rfind(':') + 1) + portLine;
   return {};
 }
 
 std::string AgentProcess::restart() {
   stop();
-  return start(kubeconfig_, clusterName_, extraArgs_, endpoint_);
+  // The same link port too (a pull target on a provider names it).
+  std::vector<std::string> args = extraArgs_;
+  bool linkGiven = false;
+  for (const std::string& a : args) linkGiven = linkGiven || a == "--link-listen";
+  if (!linkGiven && !linkEndpoint_.empty()) {
+    args.insert(args.end(), {"--link-listen", linkEndpoint_});
+  }
+  std::vector<std::string> keep = extraArgs_;
+  std::string err = start(kubeconfig_, clusterName_, args, listen_.empty() ? endpoint_ : listen_);
+  extraArgs_ = keep;
+  return err;
 }
 
 void AgentProcess::stop() {

@@ -37,12 +37,16 @@ class AgentProcess {
   const std::string& endpoint() const { return endpoint_; }
   // The running agent's pid; -1 when not started.
   pid_t pid() const { return process_ ? process_->pid() : -1; }
+  // The link port provider agents dial in pull mode (as published).
+  const std::string& linkEndpoint() const { return linkEndpoint_; }
 
  private:
   std::string kubeconfig_;
   std::string clusterName_;
   std::vector<std::string> extraArgs_;
   std::string endpoint_;
+  std::string linkEndpoint_;
+  std::string listen_;  // host:bound-port, for restarts
   std::unique_ptr<TempDir> dir_;
   std::unique_ptr<BackgroundProcess> process_;
   std::string previousLogs_;
