@@ -6,6 +6,7 @@
 #include <atomic>
 #include <thread>
 
+#include "cmd/agent_vnode.h"
 #include "cmd/cli_util.h"
 #include "cmd/commands.h"
 #include "peering/agent.h"
@@ -30,6 +31,7 @@ struct AgentFlags {
   std::string budget;
   std::string maxPerConsumer;
   std::string logLevel = "info";
+  VnodeFlags vnode;
 };
 
 int runAgent(const AgentFlags& f) {
@@ -72,6 +74,12 @@ int runAgent(const AgentFlags& f) {
     spdlog::error("event=start_failed error=\"{}\"", client.error().message);
     return 1;
   }
+  kube::Result<std::unique_ptr<VnodeRuntime>> vnodes = VnodeRuntime::create(f.vnode, f.kubeconfig);
+  if (!vnodes.ok()) {
+    spdlog::error("event=bad_flag error=\"{}\"", vnodes.error().message);
+    return 2;
+  }
+  cfg.consumer.observer = (*vnodes)->observer();
   kube::Result<std::unique_ptr<peering::Agent>> agent =
       peering::Agent::create(std::move(cfg), std::move(*client));
   if (!agent.ok()) {
@@ -87,9 +95,15 @@ int runAgent(const AgentFlags& f) {
     spdlog::error("event=start_failed error=\"{}\"", s.error().message);
     return 1;
   }
+  if (kube::Status s = (*vnodes)->startWebhook((*agent)->identity().ca); !s.ok()) {
+    spdlog::error("event=start_failed component=webhook error=\"{}\"", s.error().message);
+    (*agent)->stop();
+    return 1;
+  }
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   spdlog::info("event=stopping");
-  (*agent)->stop();
+  (*agent)->stop();  // first: no more peering callbacks
+  (*vnodes)->stop();
   return 0;
 }
 
@@ -123,6 +137,7 @@ void addAgentCommand(CLI::App& app) {
   sub->add_option("--max-per-consumer", flags->maxPerConsumer, "cap per consumer, e.g. cpu=4");
   sub->add_option("--log-level", flags->logLevel, "trace, debug, info, warn, error")
       ->capture_default_str();
+  addVnodeFlags(sub, flags->vnode);
   sub->callback([flags] { setExitCode(runAgent(*flags)); });
 }
 

@@ -1,0 +1,84 @@
+// The consumer half of `strait agent` (see agent_vnode.h).
+#include "cmd/agent_vnode.h"
+
+#include "cmd/cli_util.h"
+#include "vnode/webhook_server.h"
+
+namespace strait::cmd {
+
+void addVnodeFlags(CLI::App* sub, VnodeFlags& f) {
+  sub->add_option("--vnode-taint-effect", f.taintEffect,
+                  "effect of the virtual nodes' taint: NoExecute, NoSchedule, "
+                  "PreferNoSchedule or \"\" for none")
+      ->capture_default_str();
+  sub->add_option("--vnode-stream-grace", f.streamGrace,
+                  "a virtual node stays Ready this long after its reflection stream broke")
+      ->capture_default_str();
+  sub->add_option("--kubelet-port", f.kubeletPort,
+                  "port of the virtual nodes' kubelet API (0 = any free port)")
+      ->capture_default_str();
+  sub->add_option("--vnode-address", f.nodeAddress,
+                  "the virtual nodes' InternalIP (where their kubelet API is reached)")
+      ->capture_default_str();
+  sub->add_option("--webhook-listen", f.webhookListen,
+                  "HOST:PORT of the toleration webhook (PORT 0 = any)")
+      ->capture_default_str();
+  sub->add_option("--webhook-host", f.webhookHost,
+                  "host the API server calls the webhook at (default: the listen host)");
+  sub->add_flag("--no-webhook", f.noWebhook, "do not serve the toleration webhook");
+}
+
+kube::Result<std::unique_ptr<VnodeRuntime>> VnodeRuntime::create(const VnodeFlags& f,
+                                                                 const std::string& kubeconfig) {
+  auto bad = [](const std::string& flag, const std::string& why) {
+    return kube::makeError(kube::Code::Invalid, flag + ": " + why);
+  };
+  if (f.taintEffect != "NoExecute" && f.taintEffect != "NoSchedule" &&
+      f.taintEffect != "PreferNoSchedule" && !f.taintEffect.empty()) {
+    return bad("--vnode-taint-effect", "expected NoExecute, NoSchedule, PreferNoSchedule or \"\"");
+  }
+  auto grace = parseDuration(f.streamGrace);
+  if (!grace || grace->count() <= 0) return bad("--vnode-stream-grace", "expected a duration like 40s");
+  if (f.kubeletPort < 0 || f.kubeletPort > 65535) return bad("--kubelet-port", "expected 0..65535");
+  size_t colon = f.webhookListen.rfind(':');
+  int webhookPort = -1;
+  if (colon != std::string::npos) {
+    try {
+      webhookPort = std::stoi(f.webhookListen.substr(colon + 1));
+    } catch (...) {
+      webhookPort = -1;
+    }
+  }
+  if (webhookPort < 0 || webhookPort > 65535) return bad("--webhook-listen", "expected HOST:PORT");
+  kube::Result<std::unique_ptr<kube::Client>> client = clientFor(kubeconfig);
+  if (!client.ok()) return client.error();
+  std::unique_ptr<VnodeRuntime> rt(new VnodeRuntime());
+  rt->flags_ = f;
+  rt->client_ = std::move(*client);
+  rt->streamGrace_ = *grace;
+  return rt;
+}
+
+VnodeRuntime::~VnodeRuntime() { stop(); }
+
+// The virtual kubelets arrive with the reflection stream client; until then no observer.
+peering::PeeringObserver* VnodeRuntime::observer() { return nullptr; }
+
+kube::Status VnodeRuntime::startWebhook(const kube::KeyPair& ca) {
+  if (flags_.noWebhook) return kube::Status::OK();
+  vnode::WebhookServerOptions w;
+  size_t colon = flags_.webhookListen.rfind(':');
+  w.listenHost = flags_.webhookListen.substr(0, colon);
+  w.listenPort = static_cast<uint16_t>(std::stoi(flags_.webhookListen.substr(colon + 1)));
+  w.urlHost = flags_.webhookHost;
+  w.ca = ca;
+  w.tolerations.taintEffect = flags_.taintEffect;
+  webhook_ = std::make_unique<vnode::WebhookServer>(*client_, w);
+  return webhook_->start();
+}
+
+void VnodeRuntime::stop() {
+  if (webhook_) webhook_->stop();
+}
+
+}  // namespace strait::cmd

@@ -1,0 +1,134 @@
+// HTTPS hosting and registration of the toleration webhook (see webhook_server.h).
+#include "vnode/webhook_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include "kube/base64.h"
+#include "kube/informer.h"
+#include "kube/json_parse.h"
+#include "kube/object.h"
+#include "vnode/https_endpoint.h"
+
+namespace strait::vnode {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+namespace res = kube::resources;
+
+namespace {
+
+const kube::ResourceRef kMutatingWebhookConfigurations{
+    "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", false};
+constexpr const char* kPath = "/mutate-pods";
+
+}  // namespace
+
+WebhookServer::WebhookServer(kube::Client& local, WebhookServerOptions opts)
+    : local_(local), opts_(std::move(opts)) {}
+
+WebhookServer::~WebhookServer() { stop(); }
+
+std::optional<Offloading> WebhookServer::lookup(const std::string& ns) {
+  if (namespaces_) {
+    if (kube::ObjectPtr cached = namespaces_->cache().get(ns)) return offloadingOf(*cached);
+  }
+  kube::Result<json> got = local_.get(res::kNamespaces, "", ns);
+  if (!got.ok()) return std::nullopt;
+  return offloadingOf(*got);
+}
+
+std::string WebhookServer::review(const std::string& body) {
+  kube::Result<json> parsed = kube::parseJson(body);
+  json answer = admitPod(parsed.ok() ? *parsed : json(),
+                         [this](const std::string& ns) { return lookup(ns); }, opts_.tolerations);
+  if (answer["response"].contains("patch")) {
+    const json& req = parsed->at("request");
+    spdlog::debug("event=pod_mutated namespace={} name={}", req.value("namespace", ""),
+                  req.contains("object") ? kube::getName(req["object"]) : std::string());
+  }
+  return answer.dump();
+}
+
+uint16_t WebhookServer::port() const { return server_ ? server_->port() : 0; }
+
+std::string WebhookServer::url() const {
+  std::string host = opts_.urlHost;
+  if (host.empty()) host = opts_.listenHost == "0.0.0.0" ? "127.0.0.1" : opts_.listenHost;
+  if (host.find(':') != std::string::npos && host.front() != '[') host = "[" + host + "]";
+  return "https://" + host + ":" + std::to_string(port()) + kPath;
+}
+
+kube::Status WebhookServer::start() {
+  if (opts_.ca.certPem.empty() || opts_.ca.keyPem.empty()) {
+    return kube::makeError(kube::Code::Invalid, "webhook: the CA is required");
+  }
+  std::string host = opts_.urlHost.empty() ? opts_.listenHost : opts_.urlHost;
+  if (host == "0.0.0.0") host = "127.0.0.1";
+  const bool isIp = host.find_first_not_of("0123456789.:[]") == std::string::npos;
+  std::string bare = host;
+  if (!bare.empty() && bare.front() == '[') bare = bare.substr(1, bare.size() - 2);
+  kube::Result<kube::KeyPair> cert =
+      kube::issueCert(opts_.ca, "strait-webhook", {}, isIp ? std::vector<std::string>{}
+                                                           : std::vector<std::string>{bare},
+                      isIp ? std::vector<std::string>{bare} : std::vector<std::string>{}, true);
+  if (!cert.ok()) return cert.error();
+
+  kube::InformerOptions io{res::kNamespaces, "", std::string(kLabelOffloaded) + "=true", ""};
+  namespaces_ = std::make_unique<kube::Informer>(local_, io);
+  namespaces_->start();
+
+  kube::Result<std::unique_ptr<HttpsEndpoint>> server = startHttpsEndpoint(
+      opts_.listenHost, opts_.listenPort, cert->certPem + opts_.ca.certPem, cert->keyPem,
+      [this](const std::string& method, const std::string& path, const std::string& body) {
+        if (method != "POST" || path != kPath) {
+          return HttpsReply{404, "application/json",
+                            R"({"message":"not found: POST )" + std::string(kPath) + R"( only"})"};
+        }
+        return HttpsReply{200, "application/json", review(body)};
+      });
+  if (!server.ok()) return server.error();
+  server_ = std::move(*server);
+
+  json webhook = {
+      {"name", "tolerations.offloading.strait.io"},
+      {"admissionReviewVersions", json::array({"v1"})},
+      {"sideEffects", "None"},
+      {"failurePolicy", "Ignore"},
+      {"timeoutSeconds", 5},
+      {"reinvocationPolicy", "Never"},
+      {"clientConfig", {{"url", url()}, {"caBundle", kube::base64Encode(opts_.ca.certPem)}}},
+      {"namespaceSelector",
+       {{"matchLabels", {{std::string(kLabelOffloaded), "true"}}}}},
+      {"rules",
+       json::array({{{"apiGroups", json::array({""})},
+                     {"apiVersions", json::array({"v1"})},
+                     {"operations", json::array({"CREATE"})},
+                     {"resources", json::array({"pods"})},
+                     {"scope", "Namespaced"}}})}};
+  json config = {{"apiVersion", "admissionregistration.k8s.io/v1"},
+                 {"kind", "MutatingWebhookConfiguration"},
+                 {"metadata",
+                  {{"name", opts_.configName},
+                   {"labels", {{"strait.io/managed-by", "strait"}}}}},
+                 {"webhooks", json::array({webhook})}};
+  kube::Result<json> cur = local_.get(kMutatingWebhookConfigurations, "", opts_.configName);
+  kube::Result<json> stored = json();
+  if (cur.ok()) {
+    config["metadata"]["resourceVersion"] = (*cur)["metadata"]["resourceVersion"];
+    stored = local_.update(kMutatingWebhookConfigurations, "", config);
+  } else if (kube::isNotFound(cur.error())) {
+    stored = local_.create(kMutatingWebhookConfigurations, "", config);
+  } else {
+    stored = cur.error();
+  }
+  if (!stored.ok()) return stored.error();
+  spdlog::info("event=webhook_started url={} configuration={}", url(), opts_.configName);
+  return kube::Status::OK();
+}
+
+void WebhookServer::stop() {
+  if (server_) server_->stop();
+  if (namespaces_) namespaces_->stop();
+}
+
+}  // namespace strait::vnode

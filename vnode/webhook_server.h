@@ -1,0 +1,68 @@
+#pragma once
+// Serves the toleration webhook (toleration_webhook.h) over HTTPS and registers it with the
+// consumer's API server:
+//  - a serving certificate for `urlHost` issued by the agent's own CA (no CSR round trip:
+//    the API server trusts it through the caBundle);
+//  - MutatingWebhookConfiguration `configName` (created or replaced on start): Pods, CREATE,
+//    namespaceSelector strait.io/offloaded=true (other namespaces never call out),
+//    failurePolicy Ignore (Strait down never blocks Pod creation), sideEffects None,
+//    timeoutSeconds 5, url https://<urlHost>:<port>/mutate-pods, caBundle = the CA;
+//  - a Namespace informer (offloaded ones) for lookups, with a GET on a miss (a namespace
+//    offloaded a moment ago).
+// Constructor does no I/O; start() does. Thread-safe: requests on the server's connection
+// threads; start/stop from one thread.
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "kube/client.h"
+#include "kube/pki.h"
+#include "vnode/toleration_webhook.h"
+
+namespace strait::kube {
+class Informer;
+}  // namespace strait::kube
+
+namespace strait::vnode {
+
+class HttpsEndpoint;
+
+struct WebhookServerOptions {
+  std::string listenHost = "127.0.0.1";
+  uint16_t listenPort = 0;  // 0 = any free port
+  // Host in the URL the API server calls; default listenHost (127.0.0.1 for 0.0.0.0).
+  std::string urlHost;
+  kube::KeyPair ca;  // signs the serving certificate; its certificate is the caBundle
+  TolerationWebhookConfig tolerations;
+  std::string configName = "strait-offloading";
+};
+
+class WebhookServer {
+ public:
+  // `local` is borrowed and must outlive the server.
+  WebhookServer(kube::Client& local, WebhookServerOptions opts);
+  ~WebhookServer();  // stop()
+
+  // Certificate, informer, HTTPS server, webhook configuration. Error if any step fails
+  // (Invalid for bad options, the API server's error for the configuration). Call once.
+  kube::Status start();
+  // Stops serving (the configuration stays: with failurePolicy Ignore a stopped agent costs
+  // only the call timeout). Idempotent.
+  void stop();
+  uint16_t port() const;
+  std::string url() const;
+
+  // Answers one AdmissionReview body (for tests): the response JSON text.
+  std::string review(const std::string& body);
+
+ private:
+  std::optional<Offloading> lookup(const std::string& ns);
+
+  kube::Client& local_;
+  const WebhookServerOptions opts_;
+  std::unique_ptr<kube::Informer> namespaces_;
+  std::unique_ptr<HttpsEndpoint> server_;
+};
+
+}  // namespace strait::vnode
