@@ -129,7 +129,10 @@ kube::Result<std::unique_ptr<RpcClient>> makeRpcClient(const ClientConfig& confi
   grpc::ChannelArguments args;
   args.SetSslTargetNameOverride(config.serverName);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  // gRPC core uses this as the minimum time a connection attempt may take (its
+  // MIN_CONNECT_TIMEOUT), not as a backoff: 100 ms aborted TLS handshakes on a loaded
+  // machine and through pull mode's relay ("timed out before receiving SETTINGS frame").
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 5000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   // A unique channel per client: a renewed certificate must not reuse an old subchannel.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
