@@ -184,6 +184,27 @@ kube::Status Agent::start() {
   cc.pullEndpoint = [links](const std::string& id) { return links->forwardEndpoint(id); };
   cc.pullLinked = [links](const std::string& id) { return links->linked(id); };
   cc.pullRetain = [links](const std::set<std::string>& ids) { links->retain(ids); };
+  kube::InformerOptions io;
+  io.resource = kForeignClusters;
+  foreignClusters_ = std::make_unique<kube::Informer>(*client_, io);
+  auto wake = [this](const kube::ObjectPtr&) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      wake_ = true;
+    }
+    cv_.notify_all();
+  };
+  foreignClusters_->addHandlers({wake, nullptr, wake});  // not updates: our status writes
+  foreignClusters_->start();
+  if (!foreignClusters_->waitForSync(std::chrono::seconds(30))) {
+    return kube::makeError(Code::ServerTimeout, "agent: ForeignCluster informer did not sync");
+  }
+  kube::Informer* fcs = foreignClusters_.get();
+  cc.listForeignClusters = [fcs]() -> kube::Result<json> {
+    json items = json::array();
+    for (const kube::ObjectPtr& o : fcs->cache().list()) items.push_back(*o);
+    return json{{"items", std::move(items)}};
+  };
   consumer_ = std::make_unique<ConsumerController>(identity_, *client_, cc);
   thread_ = std::thread([this] { loop(); });
   spdlog::info("event=agent_started cluster_id={} name={} listen={} port={} endpoint={} "
@@ -208,7 +229,8 @@ void Agent::loop() {
       spdlog::error("event=loop_exception error=\"{}\"", e.what());
     }
     lock.lock();
-    cv_.wait_for(lock, config_.loopInterval, [this] { return stopping_; });
+    cv_.wait_for(lock, config_.loopInterval, [this] { return stopping_ || wake_; });
+    wake_ = false;
   }
 }
 
@@ -219,6 +241,7 @@ void Agent::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (foreignClusters_) foreignClusters_->stop();
   if (dialers_) dialers_->stop();
   if (links_) links_->stop();
   if (server_) server_->shutdown(std::chrono::seconds(2));

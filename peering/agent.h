@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "kube/client.h"
+#include "kube/informer.h"
 #include "peering/consumer.h"
 #include "peering/identity.h"
 #include "peering/link.h"
@@ -83,11 +84,15 @@ class Agent {
   std::unique_ptr<PullDialers> dialers_;  // provider side of pull mode
   std::unique_ptr<ProviderService> provider_;
   std::unique_ptr<ConsumerController> consumer_;
+  // ForeignClusters, watched: the consumer reads them from this cache instead of listing
+  // every pass, and a new or deleted one wakes the loop at once.
+  std::unique_ptr<kube::Informer> foreignClusters_;
   std::unique_ptr<RpcServer> server_;
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;  // guarded by mu_
+  bool wake_ = false;      // guarded by mu_: run the next pass now
 };
 
 }  // namespace strait::peering

@@ -43,6 +43,9 @@ struct ConsumerConfig {
   std::function<kube::Result<std::string>(const std::string& providerId)> pullEndpoint;
   std::function<bool(const std::string& providerId)> pullLinked;
   std::function<void(const std::set<std::string>& providerIds)> pullRetain;
+  // The ForeignClusters as a list object ({"items": [...]}); unset: a LIST request each
+  // pass. The agent serves them from an informer's cache.
+  std::function<kube::Result<nlohmann::json>()> listForeignClusters;
 };
 
 class ConsumerController {
