@@ -10,6 +10,7 @@
 #include "cmd/cli_util.h"
 #include "cmd/commands.h"
 #include "peering/agent.h"
+#include "reflection/stream_server.h"
 
 namespace strait::cmd {
 namespace {
@@ -32,6 +33,7 @@ struct AgentFlags {
   std::string maxPerConsumer;
   std::string logLevel = "info";
   VnodeFlags vnode;
+  std::string streamKeepalive = "1s";
 };
 
 int runAgent(const AgentFlags& f) {
@@ -67,6 +69,16 @@ int runAgent(const AgentFlags& f) {
     }
     *out = *r;
   }
+  auto keepalive = parseDuration(f.streamKeepalive);
+  if (!keepalive || keepalive->count() <= 0) {
+    spdlog::error("event=bad_flag flag=--stream-keepalive error=\"takes a positive duration like 1s\"");
+    return 2;
+  }
+  reflection::StreamServerOptions streamOpts;
+  streamOpts.keepaliveInterval = *keepalive;
+  cfg.streamHandlerFactory = [streamOpts](peering::ProviderService& service, kube::Client& c) {
+    return reflection::makeProviderStreamHandler(c, service, streamOpts);
+  };
   cfg.consumer.heartbeatInterval = *hb;
   cfg.consumer.lostAfter = *lost;
   kube::Result<std::unique_ptr<kube::Client>> client = clientFor(f.kubeconfig);
@@ -135,6 +147,9 @@ void addAgentCommand(CLI::App& app) {
   sub->add_option("--budget", flags->budget,
                   "explicit budget for all consumers, e.g. cpu=8,memory=16Gi,pods=110");
   sub->add_option("--max-per-consumer", flags->maxPerConsumer, "cap per consumer, e.g. cpu=4");
+  sub->add_option("--stream-keepalive", flags->streamKeepalive,
+                  "keepalive interval on the reflection stream (provider side)")
+      ->capture_default_str();
   sub->add_option("--log-level", flags->logLevel, "trace, debug, info, warn, error")
       ->capture_default_str();
   addVnodeFlags(sub, flags->vnode);

@@ -4,6 +4,7 @@
 #include <grpcpp/security/credentials.h>
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 
 #include "peering/grpc_status.h"
@@ -17,8 +18,11 @@ namespace {
 // final status is collected (Finish) by the reader once Read fails, or by the destructor.
 class ClientEventStream final : public EventStream {
  public:
-  explicit ClientEventStream(v1::Reflection::Stub& stub) {
-    rw_ = stub.Stream(&ctx_);
+  // Owns its channel: each stream dials afresh, so a channel left in a bad state by a
+  // partition (failed handshakes, long reconnect backoff) never delays the next stream.
+  explicit ClientEventStream(std::shared_ptr<grpc::Channel> channel)
+      : channel_(std::move(channel)), stub_(v1::Reflection::NewStub(channel_)) {
+    rw_ = stub_->Stream(&ctx_);
   }
   ~ClientEventStream() override {
     cancel();
@@ -55,6 +59,8 @@ class ClientEventStream final : public EventStream {
   }
 
  private:
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Reflection::Stub> stub_;
   grpc::ClientContext ctx_;
   std::unique_ptr<grpc::ClientReaderWriter<v1::ReflectionEvent, v1::ReflectionEvent>> rw_;
   std::mutex writeMu_;
@@ -66,8 +72,10 @@ class ClientEventStream final : public EventStream {
 
 class GrpcClient final : public RpcClient {
  public:
-  explicit GrpcClient(std::shared_ptr<grpc::Channel> channel)
-      : peering_(v1::Peering::NewStub(channel)), reflection_(v1::Reflection::NewStub(channel)) {}
+  GrpcClient(std::shared_ptr<grpc::Channel> channel, std::function<std::shared_ptr<grpc::Channel>()> dial)
+      : peering_(v1::Peering::NewStub(channel)),
+        reflection_(v1::Reflection::NewStub(channel)),
+        dial_(std::move(dial)) {}
 
   kube::Status join(const v1::JoinRequest& req, v1::JoinResponse* resp,
                     std::chrono::milliseconds timeout) override {
@@ -98,7 +106,9 @@ class GrpcClient final : public RpcClient {
     return call(*reflection_, &v1::Reflection::Stub::DeleteObject, req, resp, timeout);
   }
   kube::Result<std::unique_ptr<EventStream>> openStream() override {
-    return std::unique_ptr<EventStream>(std::make_unique<ClientEventStream>(*reflection_));
+    std::shared_ptr<grpc::Channel> channel = dial_();
+    if (!channel) return kube::makeError(kube::Code::Internal, "gRPC client: no channel");
+    return std::unique_ptr<EventStream>(std::make_unique<ClientEventStream>(std::move(channel)));
   }
 
  private:
@@ -113,6 +123,7 @@ class GrpcClient final : public RpcClient {
   }
   std::unique_ptr<v1::Peering::Stub> peering_;
   std::unique_ptr<v1::Reflection::Stub> reflection_;
+  std::function<std::shared_ptr<grpc::Channel>()> dial_;  // a new channel, same settings
 };
 
 }  // namespace
@@ -137,10 +148,12 @@ kube::Result<std::unique_ptr<RpcClient>> makeRpcClient(const ClientConfig& confi
   // A unique channel per client: a renewed certificate must not reuse an old subchannel.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetMaxReceiveMessageSize(16 << 20);  // reflection stream replies carry whole objects
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(config.endpoint, grpc::SslCredentials(opts), args);
+  auto dial = [endpoint = config.endpoint, creds = grpc::SslCredentials(opts), args] {
+    return grpc::CreateCustomChannel(endpoint, creds, args);
+  };
+  std::shared_ptr<grpc::Channel> channel = dial();
   if (!channel) return kube::makeError(kube::Code::Internal, "gRPC client: no channel");
-  return std::unique_ptr<RpcClient>(std::make_unique<GrpcClient>(std::move(channel)));
+  return std::unique_ptr<RpcClient>(std::make_unique<GrpcClient>(std::move(channel), dial));
 }
 
 }  // namespace strait::peering

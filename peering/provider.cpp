@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <charconv>
+#include <set>
 
 #include "peering/foreign_cluster.h"
 #include "peering/names.h"
@@ -560,7 +561,19 @@ kube::Status ProviderService::checkGrant(const std::string& consumerId, const js
   opts.labelSelector = ownershipSelector(consumerId);
   kube::Result<json> pods = client_.list(kube::resources::kPods, "", opts);
   if (!pods.ok()) return pods.error();
-  ResourceMap used = podRequests(pods->value("items", json::array()));
+  // Pods the reflection stream created carry the reflection's origin label instead
+  // (reflection/labels.h; peering/ cannot include it): count those too, once each.
+  kube::ListOptions reflected;
+  reflected.labelSelector = "strait.io/origin-cluster-id=" + consumerId;
+  kube::Result<json> more = client_.list(kube::resources::kPods, "", reflected);
+  if (!more.ok()) return more.error();
+  json all = pods->value("items", json::array());
+  std::set<std::string> seen;
+  for (const json& p : all) seen.insert(p.value("/metadata/uid"_json_pointer, std::string()));
+  for (const json& p : more->value("items", json::array())) {
+    if (seen.insert(p.value("/metadata/uid"_json_pointer, std::string())).second) all.push_back(p);
+  }
+  ResourceMap used = podRequests(all);
   ResourceMap asked = podRequests(json::array({pod}));
   for (const auto& [name, q] : asked) {
     if (q.isZero()) continue;

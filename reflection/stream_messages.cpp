@@ -14,7 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::array<std::pair<StreamMessageType, const char*>, 8> kTypeNames = {{
+constexpr std::array<std::pair<StreamMessageType, const char*>, 11> kTypeNames = {{
     {StreamMessageType::Apply, "APPLY"},
     {StreamMessageType::Delete, "DELETE"},
     {StreamMessageType::Status, "STATUS"},
@@ -23,7 +23,12 @@ constexpr std::array<std::pair<StreamMessageType, const char*>, 8> kTypeNames = 
     {StreamMessageType::ResyncBegin, "RESYNC_BEGIN"},
     {StreamMessageType::ResyncDone, "RESYNC_DONE"},
     {StreamMessageType::Keepalive, "KEEPALIVE"},
+    {StreamMessageType::Get, "GET"},
+    {StreamMessageType::Reply, "REPLY"},
+    {StreamMessageType::Synced, "SYNCED"},
 }};
+
+constexpr size_t kMaxErrorMessageBytes = 64 * 1024;
 
 constexpr std::array<const char*, 5> kKinds = {"Pod", "ConfigMap", "Secret", "ServiceAccount",
                                                "Event"};
@@ -31,7 +36,11 @@ constexpr std::array<const char*, 5> kKinds = {"Pod", "ConfigMap", "Secret", "Se
 bool carriesObject(StreamMessageType t) {
   return t == StreamMessageType::Apply || t == StreamMessageType::Delete ||
          t == StreamMessageType::Status || t == StreamMessageType::Gone ||
-         t == StreamMessageType::Event;
+         t == StreamMessageType::Event || t == StreamMessageType::Get;
+}
+
+bool needsOriginUid(StreamMessageType t) {
+  return carriesObject(t) && t != StreamMessageType::Get;
 }
 
 kube::Error bad(const std::string& field, const std::string& msg) {
@@ -91,6 +100,38 @@ StreamMessage StreamMessage::resyncDone(const std::vector<std::string>& originUi
   return m;
 }
 
+StreamMessage StreamMessage::get(std::string kind, std::string ns, std::string name,
+                                 uint64_t seq) {
+  StreamMessage m;
+  m.type = StreamMessageType::Get;
+  m.apiVersion = "v1";
+  m.kind = std::move(kind);
+  m.ns = std::move(ns);
+  m.name = std::move(name);
+  m.seq = seq;
+  return m;
+}
+
+StreamMessage StreamMessage::reply(uint64_t seq, const kube::Result<json>& result) {
+  StreamMessage m;
+  if (result.ok() && result->is_object()) m = apply(*result, "");
+  m.type = StreamMessageType::Reply;
+  m.seq = seq;
+  if (!result.ok()) m.error = result.error();
+  return m;
+}
+
+StreamMessage StreamMessage::ofType(StreamMessageType t) {
+  StreamMessage m;
+  m.type = t;
+  return m;
+}
+
+kube::Result<json> StreamMessage::replyResult() const {
+  if (error) return *error;
+  return object;
+}
+
 std::optional<int64_t> StreamMessage::gracePeriodSeconds() const {
   if (type != StreamMessageType::Delete || !object.is_object()) return std::nullopt;
   auto it = object.find("gracePeriodSeconds");
@@ -113,6 +154,11 @@ strait::v1::ReflectionEvent encodeStreamMessage(const StreamMessage& m) {
   strait::v1::ReflectionEvent e;
   e.set_type(streamMessageTypeName(m.type));
   e.set_origin_uid(m.originUid);
+  e.set_seq(m.seq);
+  if (m.error) {
+    e.set_error_reason(kube::reasonOf(m.error->code));
+    e.set_error_message(m.error->message.substr(0, kMaxErrorMessageBytes));
+  }
   if (carriesObject(m.type) || !m.object.is_null()) {
     strait::v1::ObjectRequest* o = e.mutable_object();
     o->set_api_version(m.apiVersion);
@@ -140,7 +186,22 @@ kube::Result<StreamMessage> decodeStreamMessage(const strait::v1::ReflectionEven
     return bad("type", "unknown message type \"" + shown + "\"");
   }
   m.originUid = e.origin_uid();
+  m.seq = e.seq();
   if (m.originUid.size() > 128) return bad("origin_uid", "longer than 128 bytes");
+  if ((m.type == StreamMessageType::Get || m.type == StreamMessageType::Reply) && m.seq == 0) {
+    return bad("seq", std::string("required on ") + streamMessageTypeName(m.type));
+  }
+  if (!e.error_reason().empty() || !e.error_message().empty()) {
+    if (m.type != StreamMessageType::Reply) return bad("error_reason", "only a REPLY carries an error");
+    if (e.error_message().size() > kMaxErrorMessageBytes) {
+      return bad("error_message", "longer than " + std::to_string(kMaxErrorMessageBytes) + " bytes");
+    }
+    kube::Code code = kube::codeFromReason(e.error_reason(), 0);
+    if (code == kube::Code::Ok || kube::reasonOf(code) != e.error_reason()) {
+      return bad("error_reason", "\"" + e.error_reason().substr(0, 64) + "\" is not a known reason");
+    }
+    m.error = kube::makeError(code, e.error_message());
+  }
   const strait::v1::ObjectRequest& o = e.object();
   if (o.json().size() > kMaxStreamObjectBytes) {
     return bad("object.json", std::to_string(o.json().size()) + " bytes exceed the limit of " +
@@ -152,7 +213,8 @@ kube::Result<StreamMessage> decodeStreamMessage(const strait::v1::ReflectionEven
     if (!parsed->is_object()) return bad("object.json", "not a JSON object");
     m.object = std::move(*parsed);
   }
-  if (!carriesObject(m.type)) {
+  if (m.type == StreamMessageType::Reply && o.json().empty()) return m;
+  if (!carriesObject(m.type) && m.type != StreamMessageType::Reply) {
     if (m.type == StreamMessageType::ResyncDone) {
       if (!m.object.is_object() || !m.object.contains("originUids") ||
           !m.object["originUids"].is_array()) {
@@ -164,7 +226,7 @@ kube::Result<StreamMessage> decodeStreamMessage(const strait::v1::ReflectionEven
     }
     return m;
   }
-  if (m.originUid.empty()) {
+  if (m.originUid.empty() && needsOriginUid(m.type)) {
     return bad("origin_uid", std::string("required on ") + streamMessageTypeName(m.type));
   }
   m.apiVersion = o.api_version();
@@ -181,9 +243,13 @@ kube::Result<StreamMessage> decodeStreamMessage(const strait::v1::ReflectionEven
   if (auto p = kube::validateDns1123Subdomain(m.name); !p.empty()) {
     return bad("object.name", "\"" + m.name.substr(0, 64) + "\": " + p.front());
   }
+  if (m.type == StreamMessageType::Get && !m.object.is_null()) {
+    return bad("object.json", "a GET carries no object");
+  }
   const bool needsObject = m.type == StreamMessageType::Apply ||
                            m.type == StreamMessageType::Status ||
-                           m.type == StreamMessageType::Event;
+                           m.type == StreamMessageType::Event ||
+                           m.type == StreamMessageType::Reply;
   if (needsObject && m.object.is_null()) {
     return bad("object.json", std::string("required on ") + streamMessageTypeName(m.type));
   }

@@ -18,11 +18,20 @@
 //                                        the provider may now delete objects whose origin is
 //                                        not listed (never before: PEERS.md #6)
 //   KEEPALIVE     both                  liveness for StreamHealth; no object
+//   GET           consumer -> provider  names the remote object; json empty
+//   REPLY         provider -> consumer  answers the APPLY, DELETE or GET with the same seq:
+//                                        the object as stored (json empty when there is
+//                                        none, e.g. after a completed delete), or
+//                                        error_reason + error_message (Kubernetes reason)
+//   SYNCED        provider -> consumer  the STATUS of every existing remote Pod of this
+//                                        consumer has been sent (once per stream)
 //
-// origin_uid is required on APPLY, DELETE, STATUS, GONE and EVENT. Kinds carried: Pod,
-// ConfigMap, Secret, ServiceAccount (apiVersion v1) and Event (v1). Pure; thread-safe.
+// origin_uid is required on APPLY, DELETE, STATUS, GONE and EVENT; seq (non-zero) on GET and
+// REPLY (APPLY and DELETE carry one when the sender wants to match the REPLY). Kinds carried:
+// Pod, ConfigMap, Secret, ServiceAccount (apiVersion v1) and Event (v1). Pure; thread-safe.
 
 #include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -42,6 +51,9 @@ enum class StreamMessageType {
   ResyncBegin,
   ResyncDone,
   Keepalive,
+  Get,
+  Reply,
+  Synced,
 };
 
 const char* streamMessageTypeName(StreamMessageType t);
@@ -58,6 +70,8 @@ struct StreamMessage {
   std::string name;
   nlohmann::json object;   // parsed json; null when the type carries none
   std::string originUid;
+  uint64_t seq = 0;                   // request number; a REPLY echoes it
+  std::optional<kube::Error> error;   // REPLY: the failure (code and message), if any
 
   // Convenience constructors.
   static StreamMessage apply(const nlohmann::json& remoteObject, std::string originUid);
@@ -65,11 +79,17 @@ struct StreamMessage {
                               std::string originUid, std::optional<int64_t> gracePeriodSeconds);
   static StreamMessage status(const nlohmann::json& remoteObject, std::string originUid);
   static StreamMessage resyncDone(const std::vector<std::string>& originUids);
+  static StreamMessage get(std::string kind, std::string ns, std::string name, uint64_t seq);
+  // REPLY to request `seq`: the object (null for none) or the error.
+  static StreamMessage reply(uint64_t seq, const kube::Result<nlohmann::json>& result);
+  static StreamMessage ofType(StreamMessageType t);  // KEEPALIVE, SYNCED, RESYNC_BEGIN
 
   // DELETE: the grace period in the DeleteOptions, if any.
   std::optional<int64_t> gracePeriodSeconds() const;
   // RESYNC_DONE: the listed origin uids (empty on any other type or malformed list).
   std::vector<std::string> resyncOriginUids() const;
+  // REPLY: the object or the error it carries (null object when none).
+  kube::Result<nlohmann::json> replyResult() const;
 };
 
 // To the wire. Never fails (the JSON is dumped with invalid UTF-8 replaced).
@@ -77,7 +97,8 @@ strait::v1::ReflectionEvent encodeStreamMessage(const StreamMessage& m);
 
 // From the wire. BadRequest naming the field on: unknown type, missing origin_uid where
 // required, unsupported apiVersion/kind, invalid namespace or name, JSON that does not parse
-// or is too large, an object whose own kind/namespace/name disagree with the envelope.
+// or is too large, an object whose own kind/namespace/name disagree with the envelope, a
+// GET or REPLY without seq, a REPLY with an unknown error reason or an over-long message.
 kube::Result<StreamMessage> decodeStreamMessage(const strait::v1::ReflectionEvent& e);
 
 }  // namespace strait::reflection

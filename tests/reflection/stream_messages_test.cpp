@@ -101,5 +101,68 @@ TEST(StreamMessages, MalformedMessagesAreNamedErrors) {
   expectBad(done, "object.json");
 }
 
+TEST(StreamMessages, RequestsAndRepliesRoundTripWithSeqAndError) {
+  StreamMessage g = roundTrip(StreamMessage::get("ConfigMap", "web-c", "conf", 7));
+  EXPECT_EQ(g.type, StreamMessageType::Get);
+  EXPECT_EQ(g.seq, 7u);
+  EXPECT_EQ(g.kind, "ConfigMap");
+  EXPECT_TRUE(g.object.is_null());
+
+  StreamMessage ok = roundTrip(StreamMessage::reply(9, remotePod()));
+  EXPECT_EQ(ok.type, StreamMessageType::Reply);
+  EXPECT_EQ(ok.seq, 9u);
+  EXPECT_FALSE(ok.error.has_value());
+  ASSERT_TRUE(ok.replyResult().ok());
+  EXPECT_EQ(*ok.replyResult(), remotePod());
+
+  StreamMessage none = roundTrip(StreamMessage::reply(10, json()));
+  ASSERT_TRUE(none.replyResult().ok());
+  EXPECT_TRUE(none.replyResult()->is_null());
+
+  StreamMessage err = roundTrip(StreamMessage::reply(
+      11, kube::makeError(kube::Code::Forbidden, "pod exceeds the grant: cpu requested 3")));
+  ASSERT_FALSE(err.replyResult().ok());
+  EXPECT_EQ(err.replyResult().code(), kube::Code::Forbidden);
+  EXPECT_EQ(err.replyResult().error().message, "pod exceeds the grant: cpu requested 3");
+  for (kube::Code c : {kube::Code::NotFound, kube::Code::Conflict, kube::Code::Gone,
+                       kube::Code::Unavailable, kube::Code::Invalid}) {
+    EXPECT_EQ(roundTrip(StreamMessage::reply(1, kube::makeError(c, "x"))).replyResult().code(), c);
+  }
+
+  StreamMessage a = StreamMessage::apply(remotePod(), "uid-1");
+  a.seq = 42;
+  EXPECT_EQ(roundTrip(a).seq, 42u);
+  EXPECT_EQ(roundTrip(StreamMessage::ofType(StreamMessageType::Synced)).type,
+            StreamMessageType::Synced);
+}
+
+TEST(StreamMessages, MalformedRequestsAndRepliesAreNamedErrors) {
+  auto get = encodeStreamMessage(StreamMessage::get("Pod", "web-c", "p", 3));
+  get.set_seq(0);
+  expectBad(get, "seq");
+  get = encodeStreamMessage(StreamMessage::get("Pod", "web-c", "p", 3));
+  get.mutable_object()->set_json(remotePod().dump());
+  expectBad(get, "object.json");
+  get = encodeStreamMessage(StreamMessage::get("Deployment", "web-c", "p", 3));
+  expectBad(get, "object.kind");
+
+  auto reply = encodeStreamMessage(StreamMessage::reply(5, json()));
+  reply.set_seq(0);
+  expectBad(reply, "seq");
+  reply = encodeStreamMessage(StreamMessage::reply(5, json()));
+  reply.set_error_reason("Explode");
+  expectBad(reply, "error_reason");
+  reply.set_error_reason("Forbidden");
+  reply.set_error_message(std::string(70000, 'x'));
+  expectBad(reply, "error_message");
+  reply = encodeStreamMessage(StreamMessage::reply(5, remotePod()));
+  reply.mutable_object()->set_name("other");
+  expectBad(reply, "object.json");
+  // Only a REPLY carries an error.
+  auto apply = good();
+  apply.set_error_reason("Forbidden");
+  expectBad(apply, "error_reason");
+}
+
 }  // namespace
 }  // namespace strait::reflection

@@ -1,0 +1,349 @@
+#include "reflection/stream_client.h"
+
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <random>
+
+#include "kube/object.h"
+
+namespace strait::reflection {
+
+using json = nlohmann::json;
+using std::chrono::milliseconds;
+
+namespace {
+
+int64_t nowMs() {
+  return std::chrono::duration_cast<milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// True unless both resourceVersions are numbers and `incoming` is the older one (the
+// API server's are opaque, but ours and Kubernetes' etcd ones are counters; when they are
+// not numbers the newest message wins).
+bool notOlder(const json& incoming, const json& cached) {
+  auto rv = [](const json& o, uint64_t& out) {
+    std::string s = kube::getResourceVersion(o);
+    return !s.empty() && std::from_chars(s.data(), s.data() + s.size(), out).ec == std::errc();
+  };
+  uint64_t a = 0, b = 0;
+  if (!rv(incoming, a) || !rv(cached, b)) return true;
+  return a >= b;
+}
+
+}  // namespace
+
+struct StreamClient::Pending {
+  std::condition_variable cv;
+  bool done = false;
+  kube::Result<json> result = json();
+};
+
+StreamClient::StreamClient(StreamClientOptions opts) : opts_(std::move(opts)) {}
+
+StreamClient::~StreamClient() { stop(); }
+
+void StreamClient::start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (started_ || stopping_) return;
+  started_ = true;
+  thread_ = std::thread([this] { run(); });
+}
+
+void StreamClient::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ && !thread_.joinable()) return;
+    stopping_ = true;
+    if (stream_) stream_->cancel();
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+  failPending("the reflection stream client stopped");
+}
+
+milliseconds StreamClient::deadAfter() const {
+  if (opts_.deadAfter.count() > 0) return opts_.deadAfter;
+  return std::max(5 * opts_.keepaliveInterval, milliseconds(3000));
+}
+
+bool StreamClient::sleepFor(milliseconds d) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return !cv_.wait_for(lock, d, [&] { return stopping_; });
+}
+
+void StreamClient::run() {
+  std::mt19937_64 rng(std::random_device{}());
+  milliseconds backoff = opts_.minBackoff;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+    }
+    kube::Result<std::unique_ptr<peering::EventStream>> opened =
+        opts_.open ? opts_.open()
+                   : kube::Result<std::unique_ptr<peering::EventStream>>(
+                         kube::makeError(kube::Code::Invalid, "no dial function"));
+    kube::Status why = kube::Status::OK();
+    auto began = std::chrono::steady_clock::now();
+    if (!opened.ok()) {
+      why = opened.error();
+    } else {
+      std::shared_ptr<peering::EventStream> s(std::move(*opened));
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopping_) return;
+        stream_ = s;
+        readerDone_ = false;
+      }
+      connections_++;
+      runConnection(*s);
+      why = s->status();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        stream_.reset();
+        remotePods_.clear();
+      }
+      if (why.ok()) why = kube::makeError(kube::Code::Unavailable, "the reflection stream ended");
+    }
+    const bool wasUp = connected_.exchange(false);
+    synced_ = false;
+    failPending("the reflection stream broke: " + why.error().message);
+    spdlog::warn("event=stream_disconnected consumer={} was_up={} error=\"{}\"", opts_.consumerId,
+                 wasUp, why.error().message);
+    if (opts_.onDisconnected) opts_.onDisconnected(why);
+    // A connection that stayed up a while starts the backoff over.
+    if (wasUp && std::chrono::steady_clock::now() - began > 10 * opts_.keepaliveInterval) {
+      backoff = opts_.minBackoff;
+    }
+    std::uniform_int_distribution<int64_t> jitter(backoff.count() / 2, backoff.count());
+    if (!sleepFor(milliseconds(jitter(rng)))) return;
+    backoff = std::min(backoff * 2, opts_.maxBackoff);
+  }
+}
+
+void StreamClient::runConnection(peering::EventStream& s) {
+  lastReceivedMs_ = nowMs();
+  // A refused stream fails this write; the reader then collects why.
+  (void)send(StreamMessage::ofType(StreamMessageType::ResyncBegin));
+  std::thread reader([this, &s] {
+    v1::ReflectionEvent e;
+    while (s.read(&e)) {
+      messagesIn_++;
+      bytesIn_ += e.ByteSizeLong();
+      lastReceivedMs_ = nowMs();
+      if (!connected_.load()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        connected_ = true;
+        cv_.notify_all();
+      }
+      if (opts_.onMessage) opts_.onMessage();
+      kube::Result<StreamMessage> m = decodeStreamMessage(e);
+      if (!m.ok()) {
+        spdlog::warn("event=stream_bad_message consumer={} error=\"{}\"", opts_.consumerId,
+                     m.error().message);
+        continue;
+      }
+      handle(*m);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    readerDone_ = true;
+    cv_.notify_all();
+  });
+  bool announced = false;
+  auto nextTick = std::chrono::steady_clock::now() + opts_.keepaliveInterval;
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait_until(lock, nextTick, [&] {
+      return stopping_ || readerDone_ || (!announced && connected_.load());
+    });
+    if (stopping_ || readerDone_) break;
+    if (!announced && connected_.load()) {
+      announced = true;
+      lock.unlock();
+      spdlog::info("event=stream_connected consumer={} connection={}", opts_.consumerId,
+                   connections_.load());
+      if (opts_.onConnected) opts_.onConnected();
+      lock.lock();
+      continue;
+    }
+    if (std::chrono::steady_clock::now() < nextTick) continue;
+    nextTick = std::chrono::steady_clock::now() + opts_.keepaliveInterval;
+    if (nowMs() - lastReceivedMs_.load() > deadAfter().count()) {
+      spdlog::warn("event=stream_silent consumer={} silent_ms={}", opts_.consumerId,
+                   nowMs() - lastReceivedMs_.load());
+      break;
+    }
+    lock.unlock();
+    send(StreamMessage::ofType(StreamMessageType::Keepalive));
+    lock.lock();
+  }
+  lock.unlock();
+  s.cancel();
+  reader.join();
+}
+
+void StreamClient::handle(const StreamMessage& m) {
+  switch (m.type) {
+    case StreamMessageType::Reply: {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = pending_.find(m.seq);
+      if (it == pending_.end()) return;  // timed out meanwhile
+      it->second->result = m.replyResult();
+      it->second->done = true;
+      it->second->cv.notify_all();
+      if (m.kind == "Pod" && !m.error && m.object.is_object()) {
+        const std::string key = m.ns + "/" + m.name;
+        auto cur = remotePods_.find(key);
+        if (cur == remotePods_.end() || notOlder(m.object, cur->second)) remotePods_[key] = m.object;
+      }
+      return;
+    }
+    case StreamMessageType::Status:
+    case StreamMessageType::Gone: {
+      if (m.kind != "Pod") return;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        const std::string key = m.ns + "/" + m.name;
+        if (m.type == StreamMessageType::Gone) {
+          remotePods_.erase(key);
+        } else {
+          auto cur = remotePods_.find(key);
+          if (cur == remotePods_.end() || notOlder(m.object, cur->second)) {
+            remotePods_[key] = m.object;
+          }
+        }
+      }
+      if (opts_.onRemoteChange) {
+        if (std::optional<std::string> local = opts_.mapping.localNamespace(m.ns)) {
+          opts_.onRemoteChange(*local + "/" + m.name);
+        }
+      }
+      return;
+    }
+    case StreamMessageType::Event:
+      if (opts_.onEvent) opts_.onEvent(m.object, m.originUid);
+      return;
+    case StreamMessageType::Synced:
+      synced_ = true;
+      spdlog::info("event=stream_remote_synced consumer={} pods={}", opts_.consumerId,
+                   remotePods().size());
+      return;
+    case StreamMessageType::Keepalive:
+      return;
+    default:
+      spdlog::warn("event=stream_unexpected_message consumer={} type={}", opts_.consumerId,
+                   streamMessageTypeName(m.type));
+  }
+}
+
+bool StreamClient::send(const StreamMessage& m) {
+  std::shared_ptr<peering::EventStream> s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s = stream_;
+  }
+  if (!s) return false;
+  v1::ReflectionEvent e = encodeStreamMessage(m);
+  messagesOut_++;
+  bytesOut_ += e.ByteSizeLong();
+  return s->write(e);
+}
+
+kube::Result<json> StreamClient::call(StreamMessage m) {
+  m.seq = nextSeq_++;
+  auto p = std::make_shared<Pending>();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!connected_.load() || !stream_) {
+      return kube::makeError(kube::Code::Unavailable,
+                             "the reflection stream to the provider is not connected");
+    }
+    pending_[m.seq] = p;
+  }
+  if (!send(m)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.erase(m.seq);
+    return kube::makeError(kube::Code::Unavailable, "the reflection stream broke");
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  bool answered = p->cv.wait_for(lock, opts_.callTimeout, [&] { return p->done; });
+  pending_.erase(m.seq);
+  if (!answered) {
+    return kube::makeError(kube::Code::ServerTimeout,
+                           std::string("no reply to ") + streamMessageTypeName(m.type) + " " +
+                               m.kind + " " + m.ns + "/" + m.name + " within " +
+                               std::to_string(opts_.callTimeout.count()) + " ms");
+  }
+  return p->result;
+}
+
+void StreamClient::failPending(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [seq, p] : pending_) {
+    if (p->done) continue;
+    p->result = kube::makeError(kube::Code::Unavailable, why);
+    p->done = true;
+    p->cv.notify_all();
+  }
+}
+
+kube::Result<json> StreamClient::get(const std::string& kind, const std::string& ns,
+                                     const std::string& name) {
+  if (kind != "Pod") return call(StreamMessage::get(kind, ns, name, 0));
+  if (!synced_.load()) {
+    return kube::makeError(kube::Code::Unavailable,
+                           "the provider's list of remote Pods has not arrived yet");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = remotePods_.find(ns + "/" + name);
+  if (it == remotePods_.end()) {
+    return kube::makeError(kube::Code::NotFound, "remote pod " + ns + "/" + name + " not found");
+  }
+  return it->second;
+}
+
+kube::Result<json> StreamClient::apply(const StreamMessage& m) {
+  applies_++;
+  kube::Result<json> r = call(m);
+  if (!r.ok()) errors_++;
+  return r;
+}
+
+kube::Result<json> StreamClient::remove(const StreamMessage& m) {
+  deletes_++;
+  kube::Result<json> r = call(m);
+  if (!r.ok()) errors_++;
+  return r;
+}
+
+kube::Status StreamClient::resyncDone(const std::vector<std::string>& originUids) {
+  if (!connected_.load() || !send(StreamMessage::resyncDone(originUids))) {
+    return kube::makeError(kube::Code::Unavailable,
+                           "the reflection stream to the provider is not connected");
+  }
+  spdlog::info("event=stream_resync_done_sent consumer={} live={}", opts_.consumerId,
+               originUids.size());
+  return kube::Status::OK();
+}
+
+std::map<std::string, json> StreamClient::remotePods() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return remotePods_;
+}
+
+StreamCounters StreamClient::counters() const {
+  StreamCounters c;
+  c.messagesIn = messagesIn_;
+  c.bytesIn = bytesIn_;
+  c.messagesOut = messagesOut_;
+  c.bytesOut = bytesOut_;
+  c.applies = applies_;
+  c.deletes = deletes_;
+  c.errors = errors_;
+  return c;
+}
+
+}  // namespace strait::reflection

@@ -1,0 +1,125 @@
+#pragma once
+// The consumer side of the reflection stream for one peering (stream_messages.h): the
+// RemoteObjects the PodReflector writes through when the provider is another cluster.
+//  - apply()/remove() send APPLY/DELETE with a fresh seq and block up to callTimeout for the
+//    REPLY with that seq (many calls may be in flight from different threads); get() of a
+//    Pod answers from a remote cache that the provider's STATUS/GONE keep current, other
+//    kinds by a GET request;
+//  - a background thread dials with `open`, sends RESYNC_BEGIN, reads, and reconnects after
+//    a failure with jittered exponential backoff (100 ms .. 5 s); when the stream breaks,
+//    calls in flight fail with Unavailable and the remote cache is cleared; it is refilled
+//    by the provider's initial list on the next connection (remoteSynced() turns true at its
+//    SYNCED marker);
+//  - KEEPALIVE every keepaliveInterval; a stream silent for deadAfter is cancelled (and
+//    redialled).
+// The vnode re-lists its local Pods in onConnected and then calls resyncDone(origin uids),
+// which lets the provider delete what no longer has an origin (never before).
+//
+// Thread-safe. Callbacks run on the client's reader thread (onMessage, onRemoteChange,
+// onEvent: they must not call get/apply/remove, which wait for that thread) or its
+// connection thread (onConnected, after the provider's first message; onDisconnected): they
+// must not block for long and must not call stop().
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "peering/transport.h"
+#include "reflection/namespace_mapping.h"
+#include "reflection/provider_applier.h"
+#include "reflection/stream_server.h"
+
+namespace strait::reflection {
+
+struct StreamClientOptions {
+  std::string consumerId;
+  NamespaceMapping mapping{"", NamingStrategy::Default};
+  // Dials the provider: a fresh stream each call (e.g. RpcClient::openStream on the current
+  // mTLS client). Required.
+  std::function<kube::Result<std::unique_ptr<peering::EventStream>>()> open;
+  std::chrono::milliseconds keepaliveInterval{1000};
+  std::chrono::milliseconds deadAfter{0};  // 0: 5 x keepaliveInterval, at least 3 s
+  std::chrono::milliseconds callTimeout{10000};
+  std::chrono::milliseconds minBackoff{100};
+  std::chrono::milliseconds maxBackoff{5000};
+  // A stream is up (after each (re)connect). Feed StreamHealth; re-list local Pods.
+  std::function<void()> onConnected;
+  // Any message arrived (KEEPALIVE included): liveness for StreamHealth.
+  std::function<void()> onMessage;
+  // The stream broke or was refused; `why` says how.
+  std::function<void(const kube::Status& why)> onDisconnected;
+  // A STATUS or GONE concerned the local Pod "ns/name" (enqueue it).
+  std::function<void(const std::string& localKey)> onRemoteChange;
+  // A provider Event about the remote Pod mirroring local Pod uid `originUid`.
+  std::function<void(const nlohmann::json& event, const std::string& originUid)> onEvent;
+};
+
+class StreamClient : public RemoteObjects {
+ public:
+  explicit StreamClient(StreamClientOptions opts);
+  ~StreamClient() override;  // stop()
+  StreamClient(const StreamClient&) = delete;
+  StreamClient& operator=(const StreamClient&) = delete;
+
+  // Starts the connection thread. Idempotent.
+  void start();
+  // Cancels the stream, fails calls in flight (Unavailable), joins the threads. Idempotent.
+  void stop();
+
+  // RemoteObjects. Unavailable when not connected or the stream broke during the call,
+  // ServerTimeout after callTimeout; otherwise the provider's answer.
+  kube::Result<nlohmann::json> get(const std::string& kind, const std::string& ns,
+                                   const std::string& name) override;
+  kube::Result<nlohmann::json> apply(const StreamMessage& m) override;
+  kube::Result<nlohmann::json> remove(const StreamMessage& m) override;
+
+  bool connected() const { return connected_.load(); }
+  // The provider's initial list arrived since the current connection was made.
+  bool remoteSynced() const { return synced_.load(); }
+  // Sends RESYNC_DONE listing the local origin uids. Unavailable when not connected.
+  kube::Status resyncDone(const std::vector<std::string>& originUids);
+  // The cached remote Pods ("remoteNs/name" -> object), for tests and diagnostics.
+  std::map<std::string, nlohmann::json> remotePods() const;
+  // Totals over all connections, and how many connections were made.
+  StreamCounters counters() const;
+  uint64_t connections() const { return connections_.load(); }
+
+ private:
+  struct Pending;
+  void run();
+  void runConnection(peering::EventStream& s);
+  void handle(const StreamMessage& m);
+  bool send(const StreamMessage& m);
+  kube::Result<nlohmann::json> call(StreamMessage m);
+  void failPending(const std::string& why);
+  bool sleepFor(std::chrono::milliseconds d);
+  std::chrono::milliseconds deadAfter() const;
+
+  const StreamClientOptions opts_;
+  std::atomic<bool> connected_{false};
+  std::atomic<bool> synced_{false};
+  std::atomic<uint64_t> connections_{0};
+  std::atomic<uint64_t> nextSeq_{1};
+  std::atomic<int64_t> lastReceivedMs_{0};  // steady clock, ms
+  std::atomic<uint64_t> messagesIn_{0}, bytesIn_{0}, messagesOut_{0}, bytesOut_{0};
+  std::atomic<uint64_t> applies_{0}, deletes_{0}, errors_{0};
+
+  mutable std::mutex mu_;  // guards everything below
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool started_ = false;
+  bool readerDone_ = false;                  // the current stream's reader has ended
+  std::shared_ptr<peering::EventStream> stream_;  // the current stream, while open
+  std::map<uint64_t, std::shared_ptr<Pending>> pending_;
+  std::map<std::string, nlohmann::json> remotePods_;  // "remoteNs/name" -> STATUS object
+  std::thread thread_;
+};
+
+}  // namespace strait::reflection

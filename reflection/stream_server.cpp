@@ -1,0 +1,348 @@
+#include "reflection/stream_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "kube/informer.h"
+#include "kube/object.h"
+#include "peering/foreign_cluster.h"
+#include "reflection/labels.h"
+#include "reflection/provider_applier.h"
+#include "reflection/stream_messages.h"
+
+namespace strait::reflection {
+
+using json = nlohmann::json;
+namespace res = kube::resources;
+
+namespace {
+
+int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+StreamMessage goneMessage(const json& pod) {
+  StreamMessage m = StreamMessage::remove("Pod", kube::getNamespace(pod), kube::getName(pod),
+                                          originUid(pod), std::nullopt);
+  m.type = StreamMessageType::Gone;
+  m.object = nullptr;
+  return m;
+}
+
+}  // namespace
+
+// One running session: the reader (serve()'s thread), a keepalive thread, a worker pool and
+// two informers. Everything it starts is stopped and joined in run() before it returns.
+class StreamSession {
+ public:
+  StreamSession(StreamServer& owner, peering::EventStream& s)
+      : owner_(owner),
+        opts_(owner.opts_),
+        stream_(s),
+        mapping_(opts_.consumerId, NamingStrategy::Default),
+        applier_(owner.provider_, mapping_) {}
+
+  kube::Status run() {
+    lastReceivedMs_ = nowMs();
+    const std::string selector =
+        std::string(kLabelOriginClusterId) + "=" + opts_.consumerId;
+    pods_ = std::make_unique<kube::Informer>(owner_.provider_,
+                                             kube::InformerOptions{res::kPods, "", selector, ""});
+    events_ = std::make_unique<kube::Informer>(owner_.provider_,
+                                               kube::InformerOptions{res::kEvents, "", "", ""});
+    auto status = [this](const kube::ObjectPtr& p) {
+      std::string uid = originUid(*p);
+      if (!uid.empty()) send(StreamMessage::status(*p, uid));
+    };
+    pods_->addHandlers({status, [status](const kube::ObjectPtr&, const kube::ObjectPtr& n) { status(n); },
+                        [this](const kube::ObjectPtr& p) {
+                          if (!originUid(*p).empty()) send(goneMessage(*p));
+                        }});
+    auto event = [this](const kube::ObjectPtr& e) { forwardEvent(*e); };
+    events_->addHandlers({event, [event](const kube::ObjectPtr&, const kube::ObjectPtr& n) { event(n); },
+                          nullptr});
+    for (int i = 0; i < std::max(1, opts_.workers); i++) workers_.emplace_back([this] { work(); });
+    keepalive_ = std::jthread([this](std::stop_token st) { keepalive(st); });
+    pods_->start();
+    listing_ = std::jthread([this](std::stop_token st) {
+      // The initial list: one STATUS per existing Pod (sent by the informer's add handler),
+      // then the marker. Events are forwarded from then on only.
+      while (!st.stop_requested() && !pods_->waitForSync(std::chrono::milliseconds(200))) {
+      }
+      if (st.stop_requested()) return;
+      send(StreamMessage::ofType(StreamMessageType::Synced));
+      spdlog::info("event=stream_initial_list_sent consumer={} pods={}", opts_.consumerId,
+                   pods_->cache().size());
+      events_->start();
+    });
+
+    v1::ReflectionEvent e;
+    while (stream_.read(&e)) {
+      owner_.messagesIn_++;
+      owner_.bytesIn_ += e.ByteSizeLong();
+      lastReceivedMs_ = nowMs();
+      kube::Result<StreamMessage> m = decodeStreamMessage(e);
+      if (!m.ok()) {
+        spdlog::warn("event=stream_bad_message consumer={} error=\"{}\"", opts_.consumerId,
+                     m.error().message);
+        if (e.seq() != 0) send(StreamMessage::reply(e.seq(), m.error()));
+        continue;
+      }
+      dispatch(std::move(*m));
+    }
+    stop();
+    std::lock_guard<std::mutex> lock(mu_);
+    return ended_;
+  }
+
+ private:
+  void dispatch(StreamMessage m) {
+    switch (m.type) {
+      case StreamMessageType::Apply:
+      case StreamMessageType::Delete:
+      case StreamMessageType::Get:
+      case StreamMessageType::ResyncDone: {
+        std::lock_guard<std::mutex> lock(mu_);
+        tasks_.push_back(std::move(m));
+        cv_.notify_one();
+        return;
+      }
+      case StreamMessageType::ResyncBegin:
+        spdlog::info("event=stream_resync_begin consumer={}", opts_.consumerId);
+        return;
+      case StreamMessageType::Keepalive:
+        return;
+      default:
+        spdlog::warn("event=stream_unexpected_message consumer={} type={}", opts_.consumerId,
+                     streamMessageTypeName(m.type));
+    }
+  }
+
+  void work() {
+    for (;;) {
+      StreamMessage m;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+        if (stopping_) return;
+        m = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      serveRequest(m);
+    }
+  }
+
+  void serveRequest(const StreamMessage& m) {
+    kube::Result<json> r = json();
+    switch (m.type) {
+      case StreamMessageType::Apply:
+        owner_.applies_++;
+        r = applyWithGrant(m);
+        break;
+      case StreamMessageType::Delete:
+        owner_.deletes_++;
+        r = applier_.remove(m);
+        break;
+      case StreamMessageType::Get:
+        r = applier_.get(m.kind, m.ns, m.name);
+        break;
+      case StreamMessageType::ResyncDone: {
+        std::vector<std::string> uids = m.resyncOriginUids();
+        kube::Result<int> n = applier_.deleteOrphans("Pod", {uids.begin(), uids.end()});
+        spdlog::info("event=stream_resync_done consumer={} live={} orphans_deleted={}{}",
+                     opts_.consumerId, uids.size(), n.ok() ? *n : 0,
+                     n.ok() ? "" : " error=\"" + n.error().message + "\"");
+        return;
+      }
+      default:
+        return;
+    }
+    if (!r.ok()) {
+      owner_.errors_++;
+      spdlog::info("event=stream_request_failed consumer={} type={} kind={} namespace={} name={} "
+                   "error=\"{}\"",
+                   opts_.consumerId, streamMessageTypeName(m.type), m.kind, m.ns, m.name,
+                   r.error().message);
+    }
+    if (m.seq != 0) send(StreamMessage::reply(m.seq, r));
+  }
+
+  // A Pod that does not exist yet must fit the grant; creations are serialized so that two
+  // concurrent ones cannot both take the last of it.
+  kube::Result<json> applyWithGrant(const StreamMessage& m) {
+    if (kube::Status s = ensureNamespace(m.ns); !s.ok()) return s.error();
+    if (m.kind != "Pod" || !opts_.admitPod) return applier_.apply(m);
+    kube::Result<json> cur = applier_.get(m.kind, m.ns, m.name);
+    if (cur.ok() || !kube::isNotFound(cur.error())) return applier_.apply(m);
+    std::lock_guard<std::mutex> lock(createMu_);
+    if (kube::Status s = opts_.admitPod(m.object); !s.ok()) return s.error();
+    return applier_.apply(m);
+  }
+
+  // Creates a mapped namespace with the origin labels ProviderApplier expects and the
+  // peering's ownership labels (unpeering deletes by those). Once per namespace and session.
+  kube::Status ensureNamespace(const std::string& ns) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (namespaces_.count(ns)) return kube::Status::OK();
+    }
+    if (!mapping_.localNamespace(ns)) return kube::Status::OK();  // the applier refuses it
+    json labels = peering::ownershipLabels(opts_.consumerId);
+    labels[std::string(kLabelOriginClusterId)] = opts_.consumerId;
+    labels[std::string(kLabelOriginUid)] = "namespace";
+    json nsObj = {{"apiVersion", "v1"},
+                  {"kind", "Namespace"},
+                  {"metadata", {{"name", ns}, {"labels", labels}}}};
+    kube::Result<json> created = owner_.provider_.create(res::kNamespaces, "", nsObj);
+    if (!created.ok() && !kube::isAlreadyExists(created.error())) return created.error();
+    std::lock_guard<std::mutex> lock(mu_);
+    namespaces_.insert(ns);
+    return kube::Status::OK();
+  }
+
+  void forwardEvent(const json& ev) {
+    const json& io = ev.value("involvedObject", json::object());
+    if (!io.is_object() || io.value("kind", "") != "Pod") return;
+    const std::string ns = io.value("namespace", kube::getNamespace(ev));
+    if (!mapping_.localNamespace(ns)) return;
+    kube::ObjectPtr pod = pods_->cache().get(ns + "/" + io.value("name", ""));
+    if (!pod) return;
+    if (io.contains("uid") && io["uid"].is_string() && io["uid"] != kube::getUid(*pod)) return;
+    std::string uid = originUid(*pod);
+    if (uid.empty()) return;
+    StreamMessage m = StreamMessage::apply(ev, uid);
+    m.type = StreamMessageType::Event;
+    m.kind = "Event";
+    send(m);
+  }
+
+  bool send(const StreamMessage& m) {
+    v1::ReflectionEvent e = encodeStreamMessage(m);
+    owner_.messagesOut_++;
+    owner_.bytesOut_ += e.ByteSizeLong();
+    return stream_.write(e);
+  }
+
+  void keepalive(std::stop_token st) {
+    const auto interval = opts_.keepaliveInterval;
+    const int64_t dead = opts_.deadAfter.count() > 0
+                             ? opts_.deadAfter.count()
+                             : std::max<int64_t>(5 * interval.count(), 3000);
+    std::mutex m;
+    std::condition_variable_any cv;
+    while (!st.stop_requested()) {
+      {
+        std::unique_lock<std::mutex> lock(m);
+        cv.wait_for(lock, st, interval, [] { return false; });
+      }
+      if (st.stop_requested()) return;
+      if (opts_.stillActive && !opts_.stillActive()) {
+        spdlog::warn("event=stream_peering_ended consumer={}", opts_.consumerId);
+        end(kube::makeError(kube::Code::Forbidden, "the peering of cluster " + opts_.consumerId +
+                                                       " is no longer active"));
+        return;
+      }
+      if (nowMs() - lastReceivedMs_.load() > dead) {
+        spdlog::warn("event=stream_silent consumer={} silent_ms={}", opts_.consumerId,
+                     nowMs() - lastReceivedMs_.load());
+        end(kube::Status::OK());
+        return;
+      }
+      send(StreamMessage::ofType(StreamMessageType::Keepalive));
+    }
+  }
+
+  void end(kube::Status why) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ended_ = std::move(why);
+    }
+    stream_.cancel();
+  }
+
+  void stop() {
+    stream_.cancel();  // replies still being written fail fast
+    listing_.request_stop();
+    if (listing_.joinable()) listing_.join();
+    keepalive_.request_stop();
+    if (keepalive_.joinable()) keepalive_.join();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+      cv_.notify_all();
+    }
+    for (std::thread& t : workers_) t.join();
+    events_->stop();
+    pods_->stop();
+  }
+
+  StreamServer& owner_;
+  const StreamServerOptions& opts_;
+  peering::EventStream& stream_;
+  const NamespaceMapping mapping_;
+  ProviderApplier applier_;
+  std::unique_ptr<kube::Informer> pods_;
+  std::unique_ptr<kube::Informer> events_;
+  std::atomic<int64_t> lastReceivedMs_{0};
+  std::vector<std::thread> workers_;
+  std::jthread keepalive_;
+  std::jthread listing_;
+  std::mutex createMu_;
+  std::mutex mu_;  // guards tasks_, stopping_, ended_, namespaces_
+  std::condition_variable cv_;
+  std::deque<StreamMessage> tasks_;
+  std::set<std::string> namespaces_;  // ensured this session
+  bool stopping_ = false;
+  kube::Status ended_ = kube::Status::OK();
+};
+
+StreamServer::StreamServer(kube::Client& provider, StreamServerOptions opts)
+    : provider_(provider), opts_(std::move(opts)) {}
+
+kube::Status StreamServer::serve(peering::EventStream& stream) {
+  StreamSession session(*this, stream);
+  return session.run();
+}
+
+StreamCounters StreamServer::counters() const {
+  StreamCounters c;
+  c.messagesIn = messagesIn_;
+  c.bytesIn = bytesIn_;
+  c.messagesOut = messagesOut_;
+  c.bytesOut = bytesOut_;
+  c.applies = applies_;
+  c.deletes = deletes_;
+  c.errors = errors_;
+  return c;
+}
+
+peering::ProviderService::StreamHandler makeProviderStreamHandler(
+    kube::Client& provider, peering::ProviderService& service, StreamServerOptions base) {
+  return [&provider, &service, base](const peering::Caller& caller,
+                                     peering::EventStream& s) -> kube::Status {
+    StreamServerOptions o = base;
+    o.consumerId = caller.clusterId;
+    o.admitPod = [&service, id = caller.clusterId](const json& pod) {
+      return service.admitPod(id, pod);
+    };
+    o.stillActive = [&service, id = caller.clusterId] { return service.isActive(id); };
+    StreamServer server(provider, std::move(o));
+    kube::Status st = server.serve(s);
+    StreamCounters c = server.counters();
+    spdlog::info("event=stream_session_ended consumer={} messages_in={} bytes_in={} "
+                 "messages_out={} bytes_out={} applies={} deletes={} errors={}",
+                 caller.clusterId, c.messagesIn, c.bytesIn, c.messagesOut, c.bytesOut, c.applies,
+                 c.deletes, c.errors);
+    return st;
+  };
+}
+
+}  // namespace strait::reflection

@@ -1,0 +1,82 @@
+#pragma once
+// The provider side of the reflection stream (stream_messages.h): one StreamServer session
+// per consumer stream, run by ProviderService's stream handler on the gRPC thread of the
+// stream. A session:
+//  - applies APPLY / DELETE (and answers GET) through a ProviderApplier on a small worker
+//    pool, so the stream reader never waits on the API server, and answers each by seq with
+//    a REPLY: the object as stored or the error (a Pod beyond the grant: Forbidden with the
+//    grant's message, which the consumer writes on its local Pod);
+//  - watches this consumer's Pods in all namespaces (label strait.io/origin-cluster-id) and
+//    sends STATUS on add/update and GONE on delete; the initial list is followed by SYNCED;
+//  - forwards core/v1 Events whose involvedObject is one of those Pods as EVENT (origin_uid
+//    = the consumer's Pod uid), from the moment the initial list is complete;
+//  - after RESYNC_DONE (never before) deletes this consumer's objects whose origin uid the
+//    consumer did not list (ProviderApplier::deleteOrphans);
+//  - sends KEEPALIVE every keepaliveInterval and ends the stream when nothing arrived from
+//    the consumer for deadAfter (a silent partition).
+// serve() returns when the stream ends, with informers stopped and every thread joined.
+//
+// Thread-safe: counters() from any thread while serve() runs.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "kube/client.h"
+#include "peering/provider.h"
+#include "peering/transport.h"
+#include "reflection/namespace_mapping.h"
+
+namespace strait::reflection {
+
+struct StreamServerOptions {
+  std::string consumerId;
+  // Grant check for a Pod about to be created (ProviderService::admitPod). Optional.
+  std::function<kube::Status(const nlohmann::json& pod)> admitPod;
+  // False once the peering ended: the session closes (checked every keepalive). Optional.
+  std::function<bool()> stillActive;
+  std::chrono::milliseconds keepaliveInterval{1000};
+  std::chrono::milliseconds deadAfter{0};  // 0: 5 x keepaliveInterval, at least 3 s
+  int workers = 4;
+};
+
+// Messages and bytes (serialized protobuf size) each way, for one session or a total.
+struct StreamCounters {
+  uint64_t messagesIn = 0;
+  uint64_t bytesIn = 0;
+  uint64_t messagesOut = 0;
+  uint64_t bytesOut = 0;
+  uint64_t applies = 0;   // APPLY requests received (provider) or sent (consumer)
+  uint64_t deletes = 0;
+  uint64_t errors = 0;    // REPLYs carrying an error
+};
+
+class StreamServer {
+ public:
+  // `provider` is borrowed and must outlive the session.
+  StreamServer(kube::Client& provider, StreamServerOptions opts);
+
+  // Serves `stream` until it ends (broken, cancelled, silent for deadAfter, or the peering
+  // ended). Returns OK for a stream the consumer closed or that broke, an error when the
+  // session refused to go on (peering no longer active). Call once.
+  kube::Status serve(peering::EventStream& stream);
+
+  StreamCounters counters() const;
+
+ private:
+  kube::Client& provider_;
+  const StreamServerOptions opts_;
+  std::atomic<uint64_t> messagesIn_{0}, bytesIn_{0}, messagesOut_{0}, bytesOut_{0};
+  std::atomic<uint64_t> applies_{0}, deletes_{0}, errors_{0};
+  friend class StreamSession;
+};
+
+// The ProviderService stream handler: a StreamServer per stream, for the calling consumer,
+// with admitPod/stillActive wired to `service`. Both references must outlive the handler.
+// `base` gives the keepalive and pool settings.
+peering::ProviderService::StreamHandler makeProviderStreamHandler(
+    kube::Client& provider, peering::ProviderService& service, StreamServerOptions base = {});
+
+}  // namespace strait::reflection
