@@ -268,6 +268,8 @@ kube::Result<json> StreamClient::call(StreamMessage m) {
     pending_.erase(m.seq);
     return kube::makeError(kube::Code::Unavailable, "the reflection stream broke");
   }
+  if (m.type == StreamMessageType::Apply) applies_++;
+  if (m.type == StreamMessageType::Delete) deletes_++;
   std::unique_lock<std::mutex> lock(mu_);
   bool answered = p->cv.wait_for(lock, opts_.callTimeout, [&] { return p->done; });
   pending_.erase(m.seq);
@@ -306,14 +308,12 @@ kube::Result<json> StreamClient::get(const std::string& kind, const std::string&
 }
 
 kube::Result<json> StreamClient::apply(const StreamMessage& m) {
-  applies_++;
   kube::Result<json> r = call(m);
   if (!r.ok()) errors_++;
   return r;
 }
 
 kube::Result<json> StreamClient::remove(const StreamMessage& m) {
-  deletes_++;
   kube::Result<json> r = call(m);
   if (!r.ok()) errors_++;
   return r;

@@ -48,7 +48,7 @@ struct StreamCounters {
   uint64_t bytesIn = 0;
   uint64_t messagesOut = 0;
   uint64_t bytesOut = 0;
-  uint64_t applies = 0;   // APPLY requests received (provider) or sent (consumer)
+  uint64_t applies = 0;   // APPLY requests received (provider) or sent on a stream (consumer)
   uint64_t deletes = 0;
   uint64_t errors = 0;    // REPLYs carrying an error
 };
