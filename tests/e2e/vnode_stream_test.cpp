@@ -270,6 +270,13 @@ class VnodeStreamTest : public ::testing::Test {
   int kubectlRuns_ = 0;
 };
 
+// An object's metadata and status, or the error, for failure messages.
+std::string describe(const kube::Result<json>& r) {
+  if (!r.ok()) return r.error().message;
+  return r->value("metadata", json::object()).dump() + " " +
+         r->value("status", json::object()).dump();
+}
+
 const char* kConfigMap = R"({"apiVersion":"v1","kind":"ConfigMap",
   "metadata":{"name":"conf","namespace":"web"},"data":{"greeting":"hello"}})";
 
@@ -350,9 +357,9 @@ TEST_F(VnodeStreamTest, PodTravelsStatusAndEventsComeBackDeleteCleansBothSides) 
   ASSERT_TRUE(waitFor([&] {
     return cloud->get(res::kPods, kRemoteNs, "web-1").code() == kube::Code::NotFound &&
            home->get(res::kPods, "web", "web-1").code() == kube::Code::NotFound;
-  }, 60s)) << "remote: " << cloud->get(res::kPods, kRemoteNs, "web-1")->dump().substr(0, 1500)
-           << "\nlocal: " << home->get(res::kPods, "web", "web-1")->dump().substr(0, 1500)
-           << "\n" << agent_->logs();
+  }, 60s)) << "remote: " << describe(cloud->get(res::kPods, kRemoteNs, "web-1"))
+           << "\nlocal: " << describe(home->get(res::kPods, "web", "web-1")) << "\n"
+           << agent_->logs();
   CommandResult left = kubectlAt(*cloud_, {"get", "pods", "-n", kRemoteNs, "-o", "name"});
   EXPECT_EQ(left.out, "") << left.describe();
 
