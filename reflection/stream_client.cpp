@@ -36,6 +36,7 @@ bool notOlder(const json& incoming, const json& cached) {
 }  // namespace
 
 struct StreamClient::Pending {
+  StreamMessageType request = StreamMessageType::Apply;
   std::condition_variable cv;
   bool done = false;
   kube::Result<json> result = json();
@@ -194,7 +195,10 @@ void StreamClient::handle(const StreamMessage& m) {
       it->second->result = m.replyResult();
       it->second->done = true;
       it->second->cv.notify_all();
-      if (m.kind == "Pod" && !m.error && m.object.is_object()) {
+      // Only an APPLY's answer refreshes the cache: a DELETE's (the Pod still terminating)
+      // may arrive after the GONE that followed it and would bring the Pod back.
+      if (it->second->request == StreamMessageType::Apply && m.kind == "Pod" && !m.error &&
+          m.object.is_object()) {
         const std::string key = m.ns + "/" + m.name;
         auto cur = remotePods_.find(key);
         if (cur == remotePods_.end() || notOlder(m.object, cur->second)) remotePods_[key] = m.object;
@@ -255,6 +259,7 @@ bool StreamClient::send(const StreamMessage& m) {
 kube::Result<json> StreamClient::call(StreamMessage m) {
   m.seq = nextSeq_++;
   auto p = std::make_shared<Pending>();
+  p->request = m.type;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!connected_.load() || !stream_) {
