@@ -161,4 +161,23 @@ std::vector<std::string> TwoClusterTest::labelledObjects(const Minicluster& c) c
   return out;
 }
 
+nlohmann::json TwoClusterTest::status(const Minicluster& c) const {
+  CommandResult r = strait({"status", "--kubeconfig", c.kubeconfig(), "-o", "json"});
+  EXPECT_EQ(r.exitCode, 0) << r.describe();
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  return j.is_discarded() ? nlohmann::json::array() : j;
+}
+
+nlohmann::json TwoClusterTest::onlyRow(const Minicluster& c) const {
+  nlohmann::json rows = status(c);
+  return rows.size() == 1 ? rows[0] : nlohmann::json();
+}
+
+void TwoClusterTest::expectNothingLeft() const {
+  EXPECT_TRUE(waitFor([&] { return labelledObjects(consumer()).empty(); }, std::chrono::seconds(30)))
+      << "consumer still has:\n" << ::testing::PrintToString(labelledObjects(consumer()));
+  EXPECT_TRUE(waitFor([&] { return labelledObjects(provider()).empty(); }, std::chrono::seconds(30)))
+      << "provider still has:\n" << ::testing::PrintToString(labelledObjects(provider()));
+}
+
 }  // namespace strait::e2e

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "e2e/cluster_fixture.h"
 
 namespace strait::e2e {
@@ -73,6 +75,12 @@ class TwoClusterTest : public ::testing::Test {
   // ownership label strait.io/remote-cluster-id, across namespaces, secrets, configmaps,
   // nodes and foreignclusters.
   std::vector<std::string> labelledObjects(const Minicluster& c) const;
+  // `strait status -o json` on `c` (an empty array if it fails, with a test failure).
+  nlohmann::json status(const Minicluster& c) const;
+  // The single row of `strait status` on `c`, or null.
+  nlohmann::json onlyRow(const Minicluster& c) const;
+  // Waits (30 s each) until neither cluster holds a labelled object; a test failure if not.
+  void expectNothingLeft() const;
 
   static Minicluster& consumer() { return *consumer_; }
   static Minicluster& provider() { return *provider_; }

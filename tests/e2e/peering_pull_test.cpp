@@ -34,16 +34,6 @@ class PullPeeringTest : public TwoClusterTest {
     ASSERT_EQ(setupError_, "");
     ASSERT_EQ(providerAgent().endpoint(), kUnreachable);
   }
-  json status(const Minicluster& c) {
-    CommandResult r = strait({"status", "--kubeconfig", c.kubeconfig(), "-o", "json"});
-    EXPECT_EQ(r.exitCode, 0) << r.describe();
-    json j = json::parse(r.out, nullptr, false);
-    return j.is_discarded() ? json::array() : j;
-  }
-  json onlyRow(const Minicluster& c) {
-    json rows = status(c);
-    return rows.size() == 1 ? rows[0] : json();
-  }
   bool bothConnected() {
     json c = onlyRow(consumer()), p = onlyRow(provider());
     return c.is_object() && p.is_object() && c["connected"] == "True" && p["connected"] == "True";
@@ -74,12 +64,6 @@ class PullPeeringTest : public TwoClusterTest {
     size_t n = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
     return n;
-  }
-  void expectNothingLeft() {
-    EXPECT_TRUE(waitFor([&] { return labelledObjects(consumer()).empty(); }, 30s))
-        << "consumer still has:\n" << ::testing::PrintToString(labelledObjects(consumer()));
-    EXPECT_TRUE(waitFor([&] { return labelledObjects(provider()).empty(); }, 30s))
-        << "provider still has:\n" << ::testing::PrintToString(labelledObjects(provider()));
   }
 };
 

@@ -36,17 +36,6 @@ class PeeringTest : public TwoClusterTest {
     while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
     return t;
   }
-  json status(const Minicluster& c) {
-    CommandResult r = strait({"status", "--kubeconfig", c.kubeconfig(), "-o", "json"});
-    EXPECT_EQ(r.exitCode, 0) << r.describe();
-    json j = json::parse(r.out, nullptr, false);
-    return j.is_discarded() ? json::array() : j;
-  }
-  // The single row of `strait status` on `c`, or null.
-  json onlyRow(const Minicluster& c) {
-    json rows = status(c);
-    return rows.size() == 1 ? rows[0] : json();
-  }
   std::string agentClusterId(const Minicluster& c) {
     CommandResult r = kubectlOn(c, {"get", "configmap", "-n", "strait-system", "strait-agent",
                                     "-o", "jsonpath={.data.clusterID}"});
@@ -64,12 +53,6 @@ class PeeringTest : public TwoClusterTest {
     json s = json::parse(r.out);
     for (auto& [k, v] : s["data"].items()) out[k] = *peering::base64Decode(v.get<std::string>(), k);
     return out;
-  }
-  void expectNothingLeft() {
-    EXPECT_TRUE(waitFor([&] { return labelledObjects(consumer()).empty(); }, 30s))
-        << "consumer still has:\n" << ::testing::PrintToString(labelledObjects(consumer()));
-    EXPECT_TRUE(waitFor([&] { return labelledObjects(provider()).empty(); }, 30s))
-        << "provider still has:\n" << ::testing::PrintToString(labelledObjects(provider()));
   }
 };
 
