@@ -24,8 +24,6 @@ namespace strait::kube {
 
 using nlohmann::json;
 
-namespace {
-
 std::string pctEncode(std::string_view s) {
   static const char* hex = "0123456789ABCDEF";
   std::string out;
@@ -40,6 +38,8 @@ std::string pctEncode(std::string_view s) {
   }
   return out;
 }
+
+namespace {
 
 class Query {
  public:

@@ -185,6 +185,9 @@ Result<nlohmann::json> bindPod(Client& c, std::string_view ns, std::string_view 
 // pods/eviction (policy/v1 Eviction with the delete options).
 Result<nlohmann::json> evictPod(Client& c, std::string_view ns, std::string_view name,
                                 const DeleteOptions& o = {});
+// Percent-encodes everything but RFC 3986 unreserved characters (a path segment or a query
+// key/value).
+std::string pctEncode(std::string_view s);
 // The URL path of a resource: "/api/v1/namespaces/NS/pods/NAME/status" (ns, name,
 // subresource may be empty). Percent-encodes the segments.
 std::string resourcePath(const ResourceRef& r, std::string_view ns, std::string_view name = {},

@@ -208,9 +208,8 @@ Status addName(X509_NAME* name, const char* field, const std::string& value) {
 
 // subjectAltName from DNS names and IP literals (IPv4 or IPv6); built as GENERAL_NAMEs rather
 // than config text so names cannot smuggle in extra entries.
-Status addSans(X509* cert, const std::vector<std::string>& dnsNames,
-               const std::vector<std::string>& ips) {
-  if (dnsNames.empty() && ips.empty()) return Status::OK();
+Result<GenNamesPtr> makeSans(const std::vector<std::string>& dnsNames,
+                             const std::vector<std::string>& ips) {
   GenNamesPtr names(GENERAL_NAMES_new());
   if (!names) return sslError("allocating subjectAltName");
   for (const std::string& dns : dnsNames) {
@@ -235,7 +234,15 @@ Status addSans(X509* cert, const std::vector<std::string>& dnsNames,
     if (sk_GENERAL_NAME_push(names.get(), gn.get()) == 0) return sslError("adding IP");
     gn.release();
   }
-  if (X509_add1_ext_i2d(cert, NID_subject_alt_name, names.get(), 0, X509V3_ADD_DEFAULT) != 1) {
+  return names;
+}
+
+Status addSans(X509* cert, const std::vector<std::string>& dnsNames,
+               const std::vector<std::string>& ips) {
+  if (dnsNames.empty() && ips.empty()) return Status::OK();
+  Result<GenNamesPtr> names = makeSans(dnsNames, ips);
+  if (!names.ok()) return names.error();
+  if (X509_add1_ext_i2d(cert, NID_subject_alt_name, names->get(), 0, X509V3_ADD_DEFAULT) != 1) {
     return sslError("adding subjectAltName");
   }
   return Status::OK();
@@ -447,7 +454,9 @@ Result<std::string> signCsrFor(const KeyPair& ca, const std::string& csrPem, boo
 }
 
 Result<KeyAndCsr> makeKeyAndCsr(const std::string& commonName,
-                                const std::vector<std::string>& organizations) {
+                                const std::vector<std::string>& organizations,
+                                const std::vector<std::string>& dnsNames,
+                                const std::vector<std::string>& ips) {
   ERR_clear_error();
   Result<PKeyPtr> key = newEcKey();
   if (!key.ok()) return key.error();
@@ -461,6 +470,18 @@ Result<KeyAndCsr> makeKeyAndCsr(const std::string& commonName,
   if (X509_REQ_set_version(req.get(), 0) != 1 || X509_REQ_set_subject_name(req.get(), name.get()) != 1 ||
       X509_REQ_set_pubkey(req.get(), key->get()) != 1) {
     return sslError("building CSR");
+  }
+  if (!dnsNames.empty() || !ips.empty()) {
+    Result<GenNamesPtr> sans = makeSans(dnsNames, ips);
+    if (!sans.ok()) return sans.error();
+    X509_EXTENSION* ext = X509V3_EXT_i2d(NID_subject_alt_name, 0, sans->get());
+    STACK_OF(X509_EXTENSION)* exts = sk_X509_EXTENSION_new_null();
+    bool ok = ext && exts && sk_X509_EXTENSION_push(exts, ext) != 0;
+    if (ok) ext = nullptr;  // owned by exts now
+    ok = ok && X509_REQ_add_extensions(req.get(), exts) == 1;
+    X509_EXTENSION_free(ext);
+    sk_X509_EXTENSION_pop_free(exts, X509_EXTENSION_free);
+    if (!ok) return sslError("adding subjectAltName to CSR");
   }
   if (X509_REQ_sign(req.get(), key->get(), EVP_sha256()) <= 0) return sslError("signing CSR");
   BioPtr bio(BIO_new(BIO_s_mem()));

@@ -49,8 +49,12 @@ struct KeyAndCsr {
   std::string keyPem;
   std::string csrPem;
 };
+// With `dnsNames`/`ips`, the request carries them as a subjectAltName extension (a serving
+// certificate's names); Invalid for a string that is not an IP address.
 kube::Result<KeyAndCsr> makeKeyAndCsr(const std::string& commonName,
-                                      const std::vector<std::string>& organizations);
+                                      const std::vector<std::string>& organizations,
+                                      const std::vector<std::string>& dnsNames = {},
+                                      const std::vector<std::string>& ips = {});
 
 // What peering needs to know about a PEM certificate. Error (Invalid) if it does not parse.
 struct CertificateInfo {

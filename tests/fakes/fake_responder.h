@@ -6,13 +6,13 @@
 #include <mutex>
 #include <string>
 
-#include "minicluster/http_server.h"
+#include "kube/http_server.h"
 
 namespace strait::testing {
 
-class FakeResponder : public minicluster::Responder {
+class FakeResponder : public kube::Responder {
  public:
-  bool respond(minicluster::HttpResponse r) override {
+  bool respond(kube::HttpResponse r) override {
     std::lock_guard<std::mutex> l(mu_);
     status_ = r.status;
     headers_ = r.headers;

@@ -4,7 +4,7 @@
 // async write may be outstanding per TLS stream, and all completion handlers run on that one
 // thread, so the two directions never touch a stream concurrently. The connection thread
 // only waits for the relay to finish.
-#include "minicluster/http_upgrade.h"
+#include "kube/http_upgrade.h"
 
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
@@ -21,7 +21,7 @@
 #include <future>
 #include <limits>
 
-namespace strait::minicluster {
+namespace strait::kube {
 
 namespace net = boost::asio;
 namespace ssl = boost::asio::ssl;
@@ -29,50 +29,9 @@ namespace http = boost::beast::http;
 namespace websocket = boost::beast::websocket;
 using tcp = boost::asio::ip::tcp;
 using boost::system::error_code;
-using kube::Code;
-using kube::makeError;
 
 namespace detail {
 namespace {
-
-class BeastWebSocket final : public WebSocket {
- public:
-  explicit BeastWebSocket(TlsStream& s) : ws_(s) {}
-  websocket::stream<TlsStream&>& ws() { return ws_; }
-
-  bool read(std::string& message) override {
-    if (closed_) return false;
-    boost::beast::flat_buffer buf;
-    error_code ec;
-    ws_.read(buf, ec);
-    if (ec) {
-      closed_ = true;
-      return false;
-    }
-    message = boost::beast::buffers_to_string(buf.data());
-    return true;
-  }
-
-  bool write(std::string_view message) override {
-    if (closed_) return false;
-    ws_.binary(true);
-    error_code ec;
-    ws_.write(net::buffer(message.data(), message.size()), ec);
-    if (ec) closed_ = true;
-    return !ec;
-  }
-
-  void close() override {
-    if (closed_) return;
-    closed_ = true;
-    error_code ec;
-    ws_.close(websocket::close_code::normal, ec);
-  }
-
- private:
-  websocket::stream<TlsStream&> ws_;
-  bool closed_ = false;
-};
 
 // TLS client connection to an upstream, sharing `executor` with the server.
 struct Upstream {
@@ -80,7 +39,7 @@ struct Upstream {
   std::unique_ptr<TlsStream> stream;
 };
 
-kube::Result<std::unique_ptr<Upstream>> dial(const net::any_io_executor& executor,
+Result<std::unique_ptr<Upstream>> dial(const net::any_io_executor& executor,
                                               const UpstreamTarget& t) {
   auto up = std::make_unique<Upstream>();
   error_code ec;
@@ -139,22 +98,23 @@ struct Relay : std::enable_shared_from_this<Relay> {
 }  // namespace
 
 std::unique_ptr<WebSocket> acceptWebSocket(TlsStream& stream, const Request& req,
-                                           const std::string& subprotocol) {
+                                           const std::string& subprotocol,
+                                           std::function<bool()> stopping) {
   if (!websocket::is_upgrade(req)) return nullptr;
-  auto ws = std::make_unique<BeastWebSocket>(stream);
-  ws->ws().set_option(websocket::stream_base::decorator([subprotocol](websocket::response_type& r) {
+  auto ws = std::make_unique<BeastWs>(stream);
+  ws->set_option(websocket::stream_base::decorator([subprotocol](websocket::response_type& r) {
     if (!subprotocol.empty()) r.set(http::field::sec_websocket_protocol, subprotocol);
   }));
   error_code ec;
-  ws->ws().accept(req, ec);
+  ws->accept(req, ec);
   if (ec) {
     spdlog::debug("event=websocket_accept_failed error=\"{}\"", ec.message());
     return nullptr;
   }
-  return ws;
+  return wrapWebSocket(std::move(ws), subprotocol, std::move(stopping));
 }
 
-kube::Status proxyUpgrade(TlsStream& client, const Request& req, const UpstreamTarget& t,
+Status proxyUpgrade(TlsStream& client, const Request& req, const UpstreamTarget& t,
                           const std::function<bool()>& stopping) {
   auto up = dial(client.get_executor(), t);
   if (!up) return up.error();
@@ -185,7 +145,7 @@ kube::Status proxyUpgrade(TlsStream& client, const Request& req, const UpstreamT
     res.keep_alive(false);
     res.prepare_payload();
     http::write(client, res, ec);
-    return kube::Status::OK();
+    return Status::OK();
   }
   // 101: pass the answer on, then any bytes read past it, then relay.
   auto head = parser.release();
@@ -193,7 +153,7 @@ kube::Status proxyUpgrade(TlsStream& client, const Request& req, const UpstreamT
   http::response_serializer<http::empty_body> sr(sw);
   http::write_header(client, sr, ec);
   if (!ec && buf.size() > 0) net::write(client, buf.data(), ec);
-  if (ec) return kube::Status::OK();  // the client went away
+  if (ec) return Status::OK();  // the client went away
   auto relay = std::make_shared<Relay>(client, std::move(*up));
   auto fut = relay->done.get_future();
   net::post(client.get_executor(), [relay] {
@@ -206,12 +166,12 @@ kube::Status proxyUpgrade(TlsStream& client, const Request& req, const UpstreamT
       break;
     }
   }
-  return kube::Status::OK();
+  return Status::OK();
 }
 
 }  // namespace detail
 
-kube::Status proxyGet(const UpstreamTarget& t, Responder& out,
+Status proxyGet(const UpstreamTarget& t, Responder& out,
                       const std::function<void(int, const std::string&)>& onError) {
   net::io_context ioc;
   auto up = detail::dial(ioc.get_executor(), t);
@@ -241,12 +201,12 @@ kube::Status proxyGet(const UpstreamTarget& t, Responder& out,
     }
     while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
     onError(status, body);
-    return kube::Status::OK();
+    return Status::OK();
   }
   std::map<std::string, std::string> headers;
   auto ct = p.get()[http::field::content_type];
   headers["Content-Type"] = ct.empty() ? "text/plain" : std::string(ct);
-  if (!out.startStream(status, headers)) return kube::Status::OK();
+  if (!out.startStream(status, headers)) return Status::OK();
   char chunk[16384];
   while (!p.is_done()) {
     p.get().body().data = chunk;
@@ -258,7 +218,7 @@ kube::Status proxyGet(const UpstreamTarget& t, Responder& out,
     if (n > 0 && !out.writeChunk(std::string_view(chunk, n))) break;
   }
   ::shutdown(u.next_layer().native_handle(), SHUT_RDWR);
-  return kube::Status::OK();
+  return Status::OK();
 }
 
-}  // namespace strait::minicluster
+}  // namespace strait::kube

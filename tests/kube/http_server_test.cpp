@@ -1,7 +1,7 @@
 // Drives the HTTPS server with real clients: curl (as users' tools would) and a small raw
 // OpenSSL client for cases curl cannot express (malformed requests, hanging up mid-stream).
 
-#include "minicluster/http_server.h"
+#include "kube/http_server.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -30,13 +30,7 @@
 
 #include "kube/pki.h"
 
-namespace strait::minicluster {
-using kube::KeyPair;
-using kube::issueCert;
-using kube::makeCa;
-using kube::opensslErrors;
-using kube::signCsr;
-using kube::writeKubeconfig;
+namespace strait::kube {
 namespace {
 
 using namespace std::chrono_literals;
@@ -555,4 +549,4 @@ TEST_F(HttpServerTest, StartFailsOnBadTlsMaterialAndTakenPort) {
 }
 
 }  // namespace
-}  // namespace strait::minicluster
+}  // namespace strait::kube

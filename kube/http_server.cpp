@@ -12,8 +12,8 @@
 //
 // Only HTTP/1.1 is offered (ALPN "http/1.1"); HTTP/2 is never negotiated.
 
-#include "minicluster/http_server.h"
-#include "minicluster/http_upgrade.h"
+#include "kube/http_server.h"
+#include "kube/http_upgrade.h"
 #include "kube/pki.h"
 
 #include <netinet/in.h>
@@ -42,13 +42,7 @@
 #include <optional>
 #include <thread>
 
-namespace strait::minicluster {
-using kube::KeyPair;
-using kube::issueCert;
-using kube::makeCa;
-using kube::opensslErrors;
-using kube::signCsr;
-using kube::writeKubeconfig;
+namespace strait::kube {
 
 // --- HttpRequest accessors ----------------------------------------------------------------------
 
@@ -228,7 +222,7 @@ class Connection final : public Responder {
   bool writeChunk(std::string_view data) override;
   bool clientGone() override;
   std::unique_ptr<WebSocket> acceptWebSocket(const std::string& subprotocol) override;
-  kube::Status proxyUpgrade(const UpstreamTarget& upstream) override;
+  Status proxyUpgrade(const UpstreamTarget& upstream) override;
 
  private:
   enum class ReplyState { None, Responded, Streaming, Failed };
@@ -265,7 +259,7 @@ class HttpServerImpl final : public HttpServer {
       : opts_(std::move(opts)), handler_(handler) {}
   ~HttpServerImpl() override { stop(); }
 
-  kube::Status start() override;
+  Status start() override;
   uint16_t port() const override { return port_.load(); }
   void stop() override;
 
@@ -274,7 +268,7 @@ class HttpServerImpl final : public HttpServer {
   bool stopping() const { return stopping_.load(); }
 
  private:
-  kube::Status setUpTls();
+  Status setUpTls();
   void armAccept();
   void onAccept(const error_code& ec, tcp::socket socket);
   void serveConnection(uint64_t id, tcp::socket socket);
@@ -457,15 +451,15 @@ bool Connection::serve(http::request<http::string_body>&& msg, Clock::time_point
 std::unique_ptr<WebSocket> Connection::acceptWebSocket(const std::string& subprotocol) {
   if (state_ != ReplyState::None || !current_) return nullptr;
   keepAlive_ = false;
-  auto ws = detail::acceptWebSocket(stream_, *current_, subprotocol);
+  auto ws = detail::acceptWebSocket(stream_, *current_, subprotocol, [this] { return stopping(); });
   state_ = ws ? ReplyState::Responded : ReplyState::Failed;
   status_ = ws ? 101 : 400;
   return ws;
 }
 
-kube::Status Connection::proxyUpgrade(const UpstreamTarget& upstream) {
+Status Connection::proxyUpgrade(const UpstreamTarget& upstream) {
   if (state_ != ReplyState::None || !current_) {
-    return kube::makeError(kube::Code::Internal, "proxyUpgrade after a reply was started");
+    return makeError(Code::Internal, "proxyUpgrade after a reply was started");
   }
   auto s = detail::proxyUpgrade(stream_, *current_, upstream, [this] { return stopping(); });
   if (s) {
@@ -564,20 +558,20 @@ bool Connection::clientGone() {
 
 // --- HttpServerImpl ------------------------------------------------------------------------------
 
-kube::Status HttpServerImpl::setUpTls() {
+Status HttpServerImpl::setUpTls() {
   const TlsConfig& cfg = opts_.tls;
   if (cfg.certPem.empty() || cfg.keyPem.empty()) {
-    return kube::makeError(kube::Code::Invalid,
+    return makeError(Code::Invalid,
                            "http server: tls.certPem and tls.keyPem are required");
   }
   if (cfg.requireClientCert && cfg.clientCaPem.empty()) {
-    return kube::makeError(kube::Code::Invalid,
+    return makeError(Code::Invalid,
                            "http server: tls.requireClientCert needs tls.clientCaPem");
   }
   try {
     tls_ = std::make_unique<ssl::context>(ssl::context::tls_server);
   } catch (const std::exception& e) {
-    return kube::makeError(kube::Code::Internal,
+    return makeError(Code::Internal,
                            std::string("http server: creating TLS context: ") + e.what());
   }
   SSL_CTX* ctx = tls_->native_handle();
@@ -591,19 +585,19 @@ kube::Status HttpServerImpl::setUpTls() {
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
   tls_->use_certificate_chain(net::buffer(cfg.certPem), ec);
   if (ec) {
-    return kube::makeError(kube::Code::Invalid, "http server: invalid tls.certPem: " +
+    return makeError(Code::Invalid, "http server: invalid tls.certPem: " +
                                                     ec.message() + " " + opensslErrors());
   }
   tls_->use_private_key(net::buffer(cfg.keyPem), ssl::context::pem, ec);
   if (ec || SSL_CTX_check_private_key(ctx) != 1) {
-    return kube::makeError(kube::Code::Invalid,
+    return makeError(Code::Invalid,
                            "http server: invalid tls.keyPem or it does not match tls.certPem: " +
                                (ec ? ec.message() : std::string()) + " " + opensslErrors());
   }
   if (!cfg.clientCaPem.empty()) {
     tls_->add_certificate_authority(net::buffer(cfg.clientCaPem), ec);
     if (ec) {
-      return kube::makeError(kube::Code::Invalid, "http server: invalid tls.clientCaPem: " +
+      return makeError(Code::Invalid, "http server: invalid tls.clientCaPem: " +
                                                       ec.message() + " " + opensslErrors());
     }
     // Name the acceptable CAs in the CertificateRequest so clients pick the right cert.
@@ -623,25 +617,25 @@ kube::Status HttpServerImpl::setUpTls() {
     SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof(kSessionContext) - 1);
   }
   SSL_CTX_set_alpn_select_cb(ctx, selectAlpn, nullptr);
-  return kube::Status::OK();
+  return Status::OK();
 }
 
-kube::Status HttpServerImpl::start() {
+Status HttpServerImpl::start() {
   std::lock_guard<std::mutex> lifecycle(lifecycleMu_);
-  if (started_) return kube::makeError(kube::Code::Internal, "http server: already started");
-  if (kube::Status s = setUpTls(); !s.ok()) return s;
+  if (started_) return makeError(Code::Internal, "http server: already started");
+  if (Status s = setUpTls(); !s.ok()) return s;
 
   error_code ec;
   std::string host = opts_.listenHost == "localhost" ? "127.0.0.1" : opts_.listenHost;
   net::ip::address addr = net::ip::make_address(host, ec);
   if (ec) {
-    return kube::makeError(kube::Code::Invalid, "http server: listenHost \"" + opts_.listenHost +
+    return makeError(Code::Invalid, "http server: listenHost \"" + opts_.listenHost +
                                                     "\" is not an IP address");
   }
   tcp::endpoint endpoint(addr, opts_.listenPort);
   auto acceptor = std::make_unique<tcp::acceptor>(ioc_);
   auto fail = [&](const char* step) {
-    return kube::makeError(kube::Code::Unavailable,
+    return makeError(Code::Unavailable,
                            "http server: " + std::string(step) + " " + opts_.listenHost + ":" +
                                std::to_string(opts_.listenPort) + ": " + ec.message());
   };
@@ -660,13 +654,13 @@ kube::Status HttpServerImpl::start() {
     acceptThread_ = std::thread([this] { ioc_.run(); });
   } catch (const std::exception& e) {
     acceptor_->close(ec);
-    return kube::makeError(kube::Code::Internal,
+    return makeError(Code::Internal,
                            std::string("http server: starting acceptor thread: ") + e.what());
   }
   started_ = true;
   spdlog::info("http server listening address={}:{} client_auth={}", host, port_.load(),
                opts_.tls.requireClientCert ? "required" : "optional");
-  return kube::Status::OK();
+  return Status::OK();
 }
 
 void HttpServerImpl::armAccept() {
@@ -775,4 +769,4 @@ std::unique_ptr<HttpServer> newHttpServer(HttpServerOptions opts, Handler& handl
   return std::make_unique<HttpServerImpl>(std::move(opts), handler);
 }
 
-}  // namespace strait::minicluster
+}  // namespace strait::kube
