@@ -166,6 +166,7 @@ kube::Status Agent::start() {
   sc.listen = config_.listen;
   sc.serverCert = {leaf->certPem + identity_.ca.certPem, leaf->keyPem};
   sc.clientCaPem = identity_.ca.certPem;
+  sc.kubelet = kubelet_;
   kube::Result<std::unique_ptr<RpcServer>> server = startRpcServer(sc, *provider_);
   if (!server.ok()) return server.error();
   server_ = std::move(*server);
@@ -212,6 +213,11 @@ kube::Status Agent::start() {
                identity_.clusterId, identity_.clusterName, config_.listen, server_->port(),
                endpoint_, linkEndpoint_);
   return kube::Status::OK();
+}
+
+kube::Status Agent::authorizeConsumer(const Caller& caller) {
+  if (!provider_) return kube::makeError(kube::Code::Unavailable, "the agent is starting");
+  return provider_->authorizeConsumer(caller);
 }
 
 void Agent::loop() {

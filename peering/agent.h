@@ -63,6 +63,13 @@ class Agent {
   // Stops the loop and the server. Idempotent.
   void stop();
 
+  // Serves RemoteKubelet (kubelet_transport.h) with `handler` (borrowed; must outlive the
+  // agent). Call before start().
+  void setKubeletHandler(KubeletHandler* handler) { kubelet_ = handler; }
+  // OK when `caller` has an active peering with this cluster as provider; Unavailable before
+  // start(). Thread-safe.
+  kube::Status authorizeConsumer(const Caller& caller);
+
   const ClusterIdentity& identity() const { return identity_; }
   const std::string& endpoint() const { return endpoint_; }
   const std::string& linkEndpoint() const { return linkEndpoint_; }
@@ -87,6 +94,7 @@ class Agent {
   // ForeignClusters, watched: the consumer reads them from this cache instead of listing
   // every pass, and a new or deleted one wakes the loop at once.
   std::unique_ptr<kube::Informer> foreignClusters_;
+  KubeletHandler* kubelet_ = nullptr;
   std::unique_ptr<RpcServer> server_;
   std::thread thread_;
   std::mutex mu_;

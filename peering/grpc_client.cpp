@@ -7,6 +7,7 @@
 #include <functional>
 #include <mutex>
 
+#include "peering/grpc_kubelet.h"
 #include "peering/grpc_status.h"
 #include "peering/transport.h"
 #include "proto/strait/peering.grpc.pb.h"
@@ -75,7 +76,8 @@ class GrpcClient final : public RpcClient {
   GrpcClient(std::shared_ptr<grpc::Channel> channel, std::function<std::shared_ptr<grpc::Channel>()> dial)
       : peering_(v1::Peering::NewStub(channel)),
         reflection_(v1::Reflection::NewStub(channel)),
-        dial_(std::move(dial)) {}
+        dial_(std::move(dial)),
+        kubelet_(newKubeletClient(channel)) {}
 
   kube::Status join(const v1::JoinRequest& req, v1::JoinResponse* resp,
                     std::chrono::milliseconds timeout) override {
@@ -110,6 +112,7 @@ class GrpcClient final : public RpcClient {
     if (!channel) return kube::makeError(kube::Code::Internal, "gRPC client: no channel");
     return std::unique_ptr<EventStream>(std::make_unique<ClientEventStream>(std::move(channel)));
   }
+  std::shared_ptr<KubeletClient> kubelet() override { return kubelet_; }
 
  private:
   // One unary call with a deadline; the gRPC status becomes a kube::Status.
@@ -124,6 +127,7 @@ class GrpcClient final : public RpcClient {
   std::unique_ptr<v1::Peering::Stub> peering_;
   std::unique_ptr<v1::Reflection::Stub> reflection_;
   std::function<std::shared_ptr<grpc::Channel>()> dial_;  // a new channel, same settings
+  std::shared_ptr<KubeletClient> kubelet_;
 };
 
 }  // namespace

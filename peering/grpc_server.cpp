@@ -12,6 +12,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "peering/grpc_kubelet.h"
 #include "peering/grpc_status.h"
 #include "peering/transport.h"
 #include "proto/strait/peering.grpc.pb.h"
@@ -157,6 +158,10 @@ class GrpcServer final : public RpcServer {
     builder.AddListeningPort(config.listen, grpc::SslServerCredentials(opts), &port_);
     builder.RegisterService(&peering_);
     builder.RegisterService(&reflection_);
+    if (config.kubelet) {
+      kubelet_ = newRemoteKubeletService(*config.kubelet);
+      builder.RegisterService(kubelet_.get());
+    }
     builder.SetMaxReceiveMessageSize(16 << 20);
     server_ = builder.BuildAndStart();
     if (!server_ || port_ == 0) {
@@ -178,6 +183,7 @@ class GrpcServer final : public RpcServer {
  private:
   PeeringServiceImpl peering_;
   ReflectionServiceImpl reflection_;
+  std::unique_ptr<grpc::Service> kubelet_;
   int port_ = 0;
   std::mutex mu_;  // guards server_
   std::unique_ptr<grpc::Server> server_;

@@ -276,6 +276,10 @@ kube::Status ProviderService::requireActive(const Caller& caller, Consumer* out)
   return kube::Status::OK();
 }
 
+kube::Status ProviderService::authorizeConsumer(const Caller& caller) {
+  return requireActive(caller, nullptr);
+}
+
 kube::Status ProviderService::renewCertificate(const Caller& caller, const v1::RenewRequest& req,
                                                v1::RenewResponse* resp) {
   if (kube::Status s = requireActive(caller, nullptr); !s.ok()) return s;

@@ -61,6 +61,10 @@ class ProviderService final : public PeeringHandler {
                          v1::HeartbeatResponse* resp) override;
   kube::Status unpeer(const Caller& caller, const v1::UnpeerRequest& req,
                       v1::UnpeerResponse* resp) override;
+  // OK when `caller` has an active peering; Forbidden otherwise. Thread-safe. For services
+  // beside this one (the RemoteKubelet handler) that serve the same consumers.
+  kube::Status authorizeConsumer(const Caller& caller);
+
   kube::Status applyObject(const Caller& caller, const v1::ObjectRequest& req,
                            v1::ObjectResponse* resp) override;
   kube::Status getObject(const Caller& caller, const v1::ObjectRequest& req,

@@ -18,6 +18,9 @@
 
 namespace strait::peering {
 
+class KubeletClient;  // kubelet_transport.h
+class KubeletHandler;  // kubelet_transport.h
+
 // Who is calling: the verified certificate CommonName (empty on an unauthenticated Join).
 struct Caller {
   std::string clusterId;
@@ -72,6 +75,7 @@ struct ServerConfig {
   std::string listen;            // "127.0.0.1:0", "0.0.0.0:7443", "[::]:7443"
   kube::KeyPair serverCert;      // certPem may hold the chain (leaf, then CA)
   std::string clientCaPem;       // client certificates must chain to this CA
+  KubeletHandler* kubelet = nullptr;  // serves RemoteKubelet when set (borrowed)
 };
 
 // A running gRPC server. Thread-safe; shutdown() may be called from any thread, once or more.
@@ -116,10 +120,16 @@ class RpcClient {
                                  std::chrono::milliseconds timeout) = 0;
   virtual kube::Status deleteObject(const v1::ObjectRequest& req, v1::ObjectResponse* resp,
                                     std::chrono::milliseconds timeout) = 0;
+<<<<<<< HEAD
   // Opens a reflection stream (mTLS; the client certificate names the caller). Does not wait
   // for the remote: a stream that cannot be established or is refused shows it as read()
   // returning false and status() giving the reason.
   virtual kube::Result<std::unique_ptr<EventStream>> openStream() = 0;
+=======
+  // The RemoteKubelet calls on this client's channel (same TLS identity); shared, so it may
+  // outlive this client. Null for clients without one (test fakes).
+  virtual std::shared_ptr<KubeletClient> kubelet() { return nullptr; }
+>>>>>>> 6800c03 (peering: RemoteKubelet gRPC service (proto/strait/kubelet.proto: Logs stream, Exec bidi stream, ListPods, StatsSummary) registered on the agent's server behind KubeletHandler, client on each RpcClient's channel; Agent::setKubeletHandler, ProviderService::authorizeConsumer)
 };
 
 // Creates a client (no I/O yet: the connection is made by the first call).
