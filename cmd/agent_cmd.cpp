@@ -11,6 +11,7 @@
 #include "cmd/commands.h"
 #include "peering/agent.h"
 #include "reflection/stream_server.h"
+#include "reflection/remote_kubelet.h"
 
 namespace strait::cmd {
 namespace {
@@ -98,6 +99,23 @@ int runAgent(const AgentFlags& f) {
     spdlog::error("event=start_failed error=\"{}\"", agent.error().message);
     return 2;
   }
+  // Provider side of the virtual nodes' kubelet API: logs/exec of the consumers' Pods.
+  kube::Result<std::unique_ptr<kube::Client>> kubeletClient = clientFor(f.kubeconfig);
+  if (!kubeletClient.ok()) {
+    spdlog::error("event=start_failed error=\"{}\"", kubeletClient.error().message);
+    return 1;
+  }
+  reflection::RemoteKubeletOptions rko;
+  rko.provider = kubeletClient->get();
+  rko.providerConfig = (*kubeletClient)->config();
+  rko.authorize = [a = agent->get()](const peering::Caller& c) { return a->authorizeConsumer(c); };
+  kube::Result<std::unique_ptr<reflection::RemoteKubelet>> remoteKubelet =
+      reflection::RemoteKubelet::create(std::move(rko));
+  if (!remoteKubelet.ok()) {
+    spdlog::error("event=start_failed error=\"{}\"", remoteKubelet.error().message);
+    return 2;
+  }
+  (*agent)->setKubeletHandler(remoteKubelet->get());
   struct sigaction sa {};
   sa.sa_handler = onSignal;
   sigaction(SIGINT, &sa, nullptr);

@@ -1,0 +1,271 @@
+#include "reflection/remote_kubelet.h"
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <stop_token>
+#include <thread>
+
+#include "kube/exec_client.h"
+#include "kube/object.h"
+#include "reflection/labels.h"
+
+namespace strait::reflection {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+// Requests `stop` once `cancelled()` turns true (polled five times a second) until destroyed.
+class StopWhen {
+ public:
+  StopWhen(std::stop_source& stop, const std::function<bool()>& cancelled) {
+    if (!cancelled) return;
+    thread_ = std::thread([this, &stop, cancelled] {
+      std::unique_lock<std::mutex> lock(mu_);
+      while (!cv_.wait_for(lock, 200ms, [this] { return done_; })) {
+        if (cancelled()) {
+          stop.request_stop();
+          return;
+        }
+      }
+    });
+  }
+  ~StopWhen() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::mutex mu_;  // guards done_
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+std::string failureStatus(const std::string& message) {
+  return json{{"kind", "Status"},
+              {"apiVersion", "v1"},
+              {"metadata", json::object()},
+              {"status", "Failure"},
+              {"message", message},
+              {"reason", "InternalError"},
+              {"code", 500}}
+      .dump();
+}
+
+}  // namespace
+
+kube::Result<std::unique_ptr<RemoteKubelet>> RemoteKubelet::create(RemoteKubeletOptions options) {
+  auto invalid = [](const char* field) {
+    return kube::makeError(kube::Code::Invalid,
+                           std::string("remote kubelet: ") + field + " is required", field);
+  };
+  if (!options.provider) return invalid("provider");
+  if (options.providerConfig.server.empty()) return invalid("providerConfig.server");
+  if (!options.authorize) return invalid("authorize");
+  return std::unique_ptr<RemoteKubelet>(new RemoteKubelet(std::move(options)));
+}
+
+NamespaceMapping RemoteKubelet::mappingOf(const std::string& consumerId) const {
+  return NamespaceMapping(consumerId, o_.namingFor ? o_.namingFor(consumerId)
+                                                   : NamingStrategy::Default);
+}
+
+kube::Result<RemoteKubelet::Target> RemoteKubelet::resolve(const peering::Caller& caller,
+                                                           const std::string& ns,
+                                                           const std::string& pod) {
+  if (kube::Status s = o_.authorize(caller); !s.ok()) return s.error();
+  auto notFound = [&] {
+    return kube::makeError(kube::Code::NotFound, "pods \"" + pod + "\" not found");
+  };
+  if (pod.empty()) return kube::makeError(kube::Code::BadRequest, "a pod name is required");
+  auto remoteNs = mappingOf(caller.clusterId).remoteNamespace(ns);
+  if (!remoteNs) return remoteNs.error();
+  auto obj = o_.provider->get(kube::resources::kPods, *remoteNs, pod);
+  if (!obj) return obj.error().code == kube::Code::NotFound ? notFound() : obj.error();
+  if (!isOwnedBy(*obj, caller.clusterId)) {
+    spdlog::warn("event=kubelet_refused consumer={} pod={}/{} reason=not_owned", caller.clusterId,
+                 *remoteNs, pod);
+    return notFound();
+  }
+  return Target{*remoteNs, std::move(*obj)};
+}
+
+kube::Status RemoteKubelet::logs(const peering::Caller& caller, const v1::LogsRequest& req,
+                                 const std::function<bool(std::string_view)>& send,
+                                 const std::function<bool()>& cancelled) {
+  auto target = resolve(caller, req.namespace_(), req.pod());
+  if (!target) return target.error();
+  kube::LogOptions lo;
+  lo.container = req.container();
+  lo.follow = req.follow();
+  lo.timestamps = req.timestamps();
+  lo.previous = req.previous();
+  if (req.has_tail_lines()) lo.tailLines = req.tail_lines();
+  if (req.has_since_seconds()) lo.sinceSeconds = req.since_seconds();
+  if (req.has_limit_bytes()) lo.limitBytes = req.limit_bytes();
+  spdlog::info("event=remote_logs consumer={} pod={}/{} container={} follow={}", caller.clusterId,
+               target->remoteNs, req.pod(), req.container(), req.follow());
+  std::stop_source stop;
+  StopWhen watcher(stop, cancelled);
+  return o_.provider->streamLogs(target->remoteNs, req.pod(), lo, send, stop.get_token());
+}
+
+kube::Status RemoteKubelet::exec(const peering::Caller& caller, peering::ExecStream& stream) {
+  v1::ExecFrame first;
+  if (!stream.read(&first) || !first.has_start()) {
+    return kube::makeError(kube::Code::BadRequest, "exec: the first frame must be a start frame");
+  }
+  const v1::ExecStart& st = first.start();
+  if (st.command().empty()) {
+    return kube::makeError(kube::Code::BadRequest,
+                           "you must specify at least one command for the container");
+  }
+  auto target = resolve(caller, st.namespace_(), st.pod());
+  if (!target) return target.error();
+  kube::ExecRequest er;
+  er.ns = target->remoteNs;
+  er.pod = st.pod();
+  er.container = st.container();
+  er.command.assign(st.command().begin(), st.command().end());
+  er.stdin = st.stdin();
+  er.stdout = st.stdout();
+  er.stderr = st.stderr();
+  er.tty = st.tty();
+  auto opened = kube::openExec(o_.providerConfig, er);
+  if (!opened) return opened.error();
+  kube::WebSocket& ws = **opened;
+  const bool v5 = ws.subprotocol() == kube::kExecProtocolV5;
+  spdlog::info("event=remote_exec consumer={} pod={}/{} container={} command={} protocol={}",
+               caller.clusterId, er.ns, er.pod, er.container, er.command.front(),
+               ws.subprotocol());
+
+  // Consumer -> provider: stdin, its end, terminal resizes. Ends when the consumer
+  // half-closes or cancels (then the WebSocket is closed so the output side ends too).
+  std::mutex mu;
+  std::condition_variable cv;
+  bool inputDone = false;  // guarded by mu
+  std::thread input([&] {
+    v1::ExecFrame f;
+    while (stream.read(&f)) {
+      if (f.has_stdin()) {
+        if (!ws.write(std::string(1, '\0') + f.stdin())) break;
+      } else if (f.has_stdin_close()) {
+        if (v5) ws.write(std::string("\xff\x00", 2));
+      } else if (f.has_resize()) {
+        json size = {{"Width", f.resize().width()}, {"Height", f.resize().height()}};
+        ws.write(std::string(1, '\x04') + size.dump());
+      }
+    }
+    if (stream.cancelled()) ws.close();
+    std::lock_guard<std::mutex> lock(mu);
+    inputDone = true;
+    cv.notify_all();
+  });
+
+  // Provider -> consumer: stdout, stderr; the status channel is kept for the exit frame.
+  std::string status;
+  std::string msg;
+  while (ws.read(msg)) {
+    if (msg.empty()) continue;
+    v1::ExecFrame out;
+    switch (static_cast<unsigned char>(msg[0])) {
+      case 1: out.set_stdout(msg.substr(1)); break;
+      case 2: out.set_stderr(msg.substr(1)); break;
+      case 3: status = msg.substr(1); continue;
+      default: continue;
+    }
+    if (!stream.write(out)) break;
+  }
+  ws.close();
+  v1::ExecFrame exit;
+  exit.set_exit_status(status.empty()
+                           ? failureStatus("the exec stream from the provider ended without a status")
+                           : status);
+  stream.write(exit);
+  {
+    // The consumer half-closes once it has the exit frame; do not wait for a silent one.
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, 5s, [&] { return inputDone; })) stream.cancel();
+  }
+  input.join();
+  return kube::Status::OK();
+}
+
+json podAsConsumerSees(const json& remotePod, const NamespaceMapping& m) {
+  if (!isOwnedBy(remotePod, m.consumerId())) return nullptr;
+  auto local = m.localNamespace(kube::getNamespace(remotePod));
+  auto annotations = kube::getAnnotations(remotePod);
+  auto origin = annotations.find(std::string(kAnnotationOriginNamespace));
+  if (!local && origin == annotations.end()) return nullptr;
+  json pod = remotePod;
+  pod["metadata"]["namespace"] = local ? *local : origin->second;
+  pod["metadata"]["uid"] = originUid(remotePod);
+  pod["metadata"].erase("resourceVersion");
+  pod["metadata"].erase("managedFields");
+  return pod;
+}
+
+kube::Result<json> RemoteKubelet::callerPods(const peering::Caller& caller) {
+  if (kube::Status s = o_.authorize(caller); !s.ok()) return s.error();
+  kube::ListOptions lo;
+  lo.labelSelector = std::string(kLabelOriginClusterId) + "=" + caller.clusterId;
+  auto list = o_.provider->list(kube::resources::kPods, "", lo);
+  if (!list) return list.error();
+  NamespaceMapping m = mappingOf(caller.clusterId);
+  json items = json::array();
+  if (list->contains("items") && (*list)["items"].is_array()) {
+    for (const json& p : (*list)["items"]) {
+      json mine = podAsConsumerSees(p, m);
+      if (!mine.is_null()) items.push_back(std::move(mine));
+    }
+  }
+  return json{{"kind", "PodList"}, {"apiVersion", "v1"}, {"metadata", json::object()},
+              {"items", std::move(items)}};
+}
+
+kube::Status RemoteKubelet::listPods(const peering::Caller& caller, v1::ListPodsResponse* resp) {
+  auto pods = callerPods(caller);
+  if (!pods) return pods.error();
+  resp->set_pod_list_json(pods->dump());
+  return kube::Status::OK();
+}
+
+json statsSummaryOf(const json& consumerPods) {
+  json pods = json::array();
+  for (const json& p : consumerPods.value("items", json::array())) {
+    const json status = p.value("status", json::object());
+    json containers = json::array();
+    for (const json& c : status.value("containerStatuses", json::array())) {
+      json entry = {{"name", c.value("name", "")}};
+      const json running = c.value("state", json::object()).value("running", json::object());
+      if (running.contains("startedAt")) entry["startTime"] = running["startedAt"];
+      containers.push_back(std::move(entry));
+    }
+    json stats = {{"podRef",
+                   {{"name", kube::getName(p)},
+                    {"namespace", kube::getNamespace(p)},
+                    {"uid", kube::getUid(p)}}},
+                  {"containers", std::move(containers)}};
+    if (status.contains("startTime")) stats["startTime"] = status["startTime"];
+    pods.push_back(std::move(stats));
+  }
+  return json{{"node", {{"nodeName", ""}}}, {"pods", std::move(pods)}};
+}
+
+kube::Status RemoteKubelet::statsSummary(const peering::Caller& caller,
+                                         v1::StatsSummaryResponse* resp) {
+  auto pods = callerPods(caller);
+  if (!pods) return pods.error();
+  resp->set_summary_json(statsSummaryOf(*pods).dump());
+  return kube::Status::OK();
+}
+
+}  // namespace strait::reflection
