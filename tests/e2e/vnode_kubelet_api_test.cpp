@@ -1,0 +1,352 @@
+// The virtual node's kubelet API end to end: real `kubectl logs`, `logs -f`, `exec` and
+// `exec -i` on a Pod bound to the virtual node travel
+//   consumer API server -> the virtual kubelet API (vnode::KubeletServer, in this process,
+//   with a serving certificate from a CSR in the consumer) -> gRPC over the peering's mutual
+//   TLS -> the provider's `strait agent` process (RemoteKubelet) -> the provider API server's
+//   pods/log and pods/exec -> the provider's (simulated) kubelet running the remote Pod.
+// Two real miniclusters, two real agents peered by `strait peer`. What the virtual kubelet's
+// reflection would do (the Node object, the remote Pod with its origin labels) is done here
+// by the test, so that this file exercises the kubelet path alone.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "e2e/peering_fixture.h"
+#include "kube/client.h"
+#include "kube/kubeconfig.h"
+#include "kube/object.h"
+#include "peering/encoding.h"
+#include "peering/kubelet_transport.h"
+#include "peering/names.h"
+#include "peering/policy.h"
+#include "peering/transport.h"
+#include "reflection/labels.h"
+#include "vnode/kubelet_server.h"
+#include "vnode/node_builder.h"
+#include "vnode/serving_cert.h"
+
+namespace strait::e2e {
+namespace {
+
+using json = nlohmann::json;
+namespace res = kube::resources;
+
+const std::string kNode = "strait-provider";
+
+std::unique_ptr<kube::Client> clientFor(const std::string& kubeconfig) {
+  auto cfg = kube::loadKubeconfig({{kubeconfig}, ""});
+  if (!cfg.ok()) return nullptr;
+  auto c = kube::newClient(*cfg);
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+json podJson(const std::string& ns, const std::string& name) {
+  return json::parse(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
+                     R"(","namespace":")" + ns + R"("},
+    "spec":{"terminationGracePeriodSeconds":1,
+      "containers":[{"name":"app","image":"busybox:1.36"}]}})");
+}
+
+// What the suite builds once: the peering, the kubelet server, the Node, the Pods.
+struct Setup {
+  std::string error;
+  std::string consumerId, providerId;
+  std::unique_ptr<kube::Client> home, cloud;
+  std::unique_ptr<vnode::KubeletServer> server;
+  std::unique_ptr<TempDir> dir;
+  // The current credential (renewed by the consumer agent every few seconds) and its client.
+  std::mutex mu;
+  std::string certPem;
+  std::shared_ptr<peering::KubeletClient> kubelet;
+
+  // The RemoteKubelet client for the credential the consumer agent holds now, as the
+  // VirtualKubelet gets it from its peering.
+  std::shared_ptr<peering::KubeletClient> current() {
+    auto secret = home->get(res::kSecrets, "strait-system",
+                            peering::credentialSecretName(providerId));
+    if (!secret.ok()) return nullptr;
+    std::map<std::string, std::string> data;
+    for (auto& [k, v] : (*secret)["data"].items()) {
+      auto d = peering::base64Decode(v.get<std::string>(), k);
+      if (d.ok()) data[k] = *d;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    if (data["tls.crt"] == certPem && kubelet) return kubelet;
+    peering::ClientConfig cc;
+    cc.endpoint = data["endpoint"];
+    cc.serverCaPem = data["ca.crt"];
+    cc.serverName = peering::agentServerName(providerId);
+    cc.clientCert = {data["tls.crt"], data["tls.key"]};
+    auto rpc = peering::makeRpcClient(cc);
+    if (!rpc.ok()) return nullptr;
+    certPem = data["tls.crt"];
+    kubelet = (*rpc)->kubelet();
+    return kubelet;
+  }
+};
+
+class VnodeKubeletApiTest : public TwoClusterTest {
+ public:
+  static void TearDownTestSuite() {
+    if (setup_ && setup_->server) setup_->server->stop();
+    delete setup_;
+    setup_ = nullptr;
+    TwoClusterTest::TearDownTestSuite();
+  }
+
+ protected:
+  void SetUp() override {
+    TwoClusterTest::SetUp();
+    if (HasFatalFailure()) return;
+    if (!setup_) {
+      setup_ = new Setup();
+      setup_->error = build(*setup_);
+    }
+    ASSERT_EQ(setup_->error, "");
+  }
+
+  std::string agentClusterId(const Minicluster& c) {
+    CommandResult r = kubectlOn(c, {"get", "configmap", "-n", "strait-system", "strait-agent",
+                                    "-o", "jsonpath={.data.clusterID}"});
+    return r.exitCode == 0 ? r.out : "";
+  }
+
+  std::string build(Setup& s) {
+    CommandResult p = strait({"peer", "--kubeconfig", consumer().kubeconfig(),
+                              "--remote-kubeconfig", provider().kubeconfig(), "--cpu", "2",
+                              "--memory", "4Gi", "--pods", "20"});
+    if (p.exitCode != 0) return "peer: " + p.describe();
+    s.consumerId = agentClusterId(consumer());
+    s.providerId = agentClusterId(provider());
+    s.home = clientFor(consumer().kubeconfig());
+    s.cloud = clientFor(provider().kubeconfig());
+    if (s.consumerId.empty() || s.providerId.empty() || !s.home || !s.cloud) return "clients";
+    s.dir = std::make_unique<TempDir>("strait-kubelet-api");
+
+    // The virtual kubelet API with a serving certificate from the consumer's signer.
+    vnode::ServingCertRequest csr;
+    csr.nodeName = kNode;
+    csr.ips = {"127.0.0.1"};
+    auto serving = vnode::requestServingCertificate(*s.home, csr);
+    if (!serving.ok()) return "serving certificate: " + serving.error().message;
+    vnode::KubeletServerConfig kc;
+    kc.nodeName = kNode;
+    kc.servingCert = *serving;
+    kc.clientCaPem = s.home->config().caPem;
+    kc.provider = [&s] { return s.current(); };
+    auto server = vnode::KubeletServer::create(std::move(kc));
+    if (!server.ok()) return server.error().message;
+    s.server = std::move(*server);
+    if (kube::Status st = s.server->start(); !st.ok()) return st.error().message;
+
+    // The Node as the virtual kubelet registers it, pointing at that server.
+    vnode::VirtualNodeConfig nc;
+    nc.providerName = "provider";
+    nc.providerClusterId = s.providerId;
+    nc.address = "127.0.0.1";
+    nc.kubeletPort = s.server->port();
+    auto alloc = peering::parseResourceArg("cpu=2,memory=4Gi,pods=20");
+    json node = vnode::buildNode(nc, *alloc, {}, {true, "KubeletReady", "ready"}, nullptr,
+                                 std::chrono::system_clock::now());
+    auto created = s.home->create(res::kNodes, "", node);
+    if (!created.ok()) return "node: " + created.error().message;
+    node["metadata"]["resourceVersion"] = (*created)["metadata"]["resourceVersion"];
+    auto st = kube::updateStatus(*s.home, res::kNodes, "", node);
+    if (!st.ok()) return "node status: " + st.error().message;
+
+    // Consumer Pods bound to the virtual node; their remote twins (as the reflection makes
+    // them) in the mapped namespace. "foreign" remotely belongs to another consumer.
+    (void)s.home->create(res::kNamespaces, "",
+                         {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "web"}}}});
+    const std::string remoteNs = "web-" + s.consumerId;
+    (void)s.cloud->create(res::kNamespaces, "",
+                          {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", remoteNs}}}});
+    for (const std::string name : {"logger", "foreign"}) {
+      json local = podJson("web", name);
+      local["spec"]["nodeName"] = kNode;
+      local["spec"]["tolerations"] = json::array(
+          {{{"key", "virtual-node.strait.io/not-allowed"}, {"operator", "Exists"}}});
+      auto lp = s.home->create(res::kPods, "web", local);
+      if (!lp.ok()) return "local pod: " + lp.error().message;
+      json remote = podJson(remoteNs, name);
+      remote["metadata"]["labels"] = {
+          {std::string(reflection::kLabelOriginClusterId),
+           name == "logger" ? s.consumerId : "another-consumer"},
+          {std::string(reflection::kLabelOriginUid), kube::getUid(*lp)},
+          {std::string(reflection::kLabelManagedBy), std::string(reflection::kManagedByValue)}};
+      remote["metadata"]["annotations"] = {
+          {std::string(reflection::kAnnotationOriginNamespace), "web"},
+          {std::string(reflection::kAnnotationOriginName), name}};
+      auto rp = s.cloud->create(res::kPods, remoteNs, remote);
+      if (!rp.ok()) return "remote pod: " + rp.error().message;
+    }
+    bool running = waitFor(
+        [&] {
+          auto p = s.cloud->get(res::kPods, remoteNs, "logger");
+          return p.ok() && (*p)["status"].value("phase", "") == "Running";
+        },
+        60s);
+    return running ? "" : "the remote Pod never ran";
+  }
+
+  CommandResult kubectlHome(const std::vector<std::string>& args, const std::string& in = {}) {
+    static int n = 0;
+    std::vector<std::string> argv = {"kubectl", "--kubeconfig", consumer().kubeconfig()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Env env = {{"KUBECACHEDIR", testDir() + "/home-cache" + std::to_string(++n)},
+               {"HOME", testDir()}};
+    return runCommand(argv, env, 60s, in);
+  }
+
+  // The highest "heartbeat K" in a synthetic log, -1 if none.
+  static int lastHeartbeat(const std::string& log) {
+    static const std::regex re("heartbeat ([0-9]+)");
+    int last = -1;
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
+         ++it) {
+      last = std::max(last, std::stoi((*it)[1].str()));
+    }
+    return last;
+  }
+
+  // curl to the kubelet API; `cert` "" = no client certificate.
+  CommandResult curlKubelet(const std::string& path, const std::string& certDir) {
+    std::vector<std::string> argv = {"curl", "-sS", "--max-time", "20", "--cacert",
+                                     setup_->dir->file("home/ca.crt")};
+    if (!certDir.empty()) {
+      argv.insert(argv.end(), {"--cert", certDir + "/admin.crt", "--key", certDir + "/admin.key"});
+    }
+    argv.push_back("https://127.0.0.1:" + std::to_string(setup_->server->port()) + path);
+    return runCommand(argv);
+  }
+
+  static Setup* setup_;
+};
+
+Setup* VnodeKubeletApiTest::setup_ = nullptr;
+
+TEST_F(VnodeKubeletApiTest, LogsTailTimestampsAndFollowThroughTheVirtualNode) {
+  // The remote container's log through the consumer's API server.
+  CommandResult all;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        all = kubectlHome({"logs", "logger", "-n", "web"});
+        return all.exitCode == 0 && lastHeartbeat(all.out) >= 2;
+      },
+      60s))
+      << all.describe() << providerAgent().logs().substr(0, 3000);
+  EXPECT_NE(all.out.find("[strait] container app of pod web-" + setup_->consumerId + "/logger started"),
+            std::string::npos)
+      << all.out;
+
+  CommandResult tail = kubectlHome({"logs", "logger", "-n", "web", "--tail=1"});
+  ASSERT_EQ(tail.exitCode, 0) << tail.describe();
+  EXPECT_EQ(std::count(tail.out.begin(), tail.out.end(), '\n'), 1) << tail.out;
+  EXPECT_NE(tail.out.find("heartbeat"), std::string::npos) << tail.out;
+
+  CommandResult ts = kubectlHome({"logs", "logger", "-n", "web", "--tail=2", "--timestamps"});
+  ASSERT_EQ(ts.exitCode, 0) << ts.describe();
+  EXPECT_TRUE(std::regex_search(ts.out, std::regex("^20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z ")))
+      << ts.out;
+
+  CommandResult limited = kubectlHome({"logs", "logger", "-n", "web", "--limit-bytes=10"});
+  ASSERT_EQ(limited.exitCode, 0) << limited.describe();
+  EXPECT_EQ(limited.out.size(), 10u) << limited.out;
+
+  // -f: lines written after kubectl started arrive while it runs.
+  int before = lastHeartbeat(kubectlHome({"logs", "logger", "-n", "web"}).out);
+  BackgroundProcess follow;
+  std::string err;
+  Env env = {{"KUBECACHEDIR", testDir() + "/follow-cache"}, {"HOME", testDir()}};
+  ASSERT_TRUE(follow.start({"kubectl", "--kubeconfig", consumer().kubeconfig(), "logs", "-f",
+                            "logger", "-n", "web", "--tail=1"},
+                           env, testDir() + "/follow.out", testDir() + "/follow.err", &err))
+      << err;
+  EXPECT_TRUE(waitFor([&] { return lastHeartbeat(follow.stdoutText()) >= before + 2; }, 30s))
+      << "before=" << before << " out=" << follow.stdoutText() << " err=" << follow.stderrText();
+  EXPECT_TRUE(follow.running()) << follow.stderrText();
+  follow.stop();
+
+  // A Pod on the virtual node whose remote twin belongs to another consumer: not found,
+  // exactly as if it did not exist.
+  CommandResult foreign = kubectlHome({"logs", "foreign", "-n", "web"});
+  EXPECT_NE(foreign.exitCode, 0) << foreign.describe();
+  EXPECT_NE(foreign.err.find("not found"), std::string::npos) << foreign.describe();
+}
+
+TEST_F(VnodeKubeletApiTest, ExecEchoStdinAndExitCodeThroughTheVirtualNode) {
+  CommandResult echo = kubectlHome({"exec", "logger", "-n", "web", "--", "echo", "hello", "from",
+                                    "the", "provider"});
+  ASSERT_EQ(echo.exitCode, 0) << echo.describe() << providerAgent().logs().substr(0, 3000);
+  EXPECT_EQ(echo.out, "hello from the provider\n");
+
+  // The command runs in the remote Pod: its hostname is the remote Pod's.
+  CommandResult host = kubectlHome({"exec", "logger", "-n", "web", "--", "hostname"});
+  ASSERT_EQ(host.exitCode, 0) << host.describe();
+  EXPECT_EQ(host.out, "logger\n");
+
+  // -i: standard input travels to the provider and back.
+  CommandResult cat = kubectlHome({"exec", "-i", "logger", "-n", "web", "--", "cat"},
+                                  "first line\nsecond line\n");
+  ASSERT_EQ(cat.exitCode, 0) << cat.describe();
+  EXPECT_EQ(cat.out, "first line\nsecond line\n");
+
+  // A failing command: its exit code reaches kubectl.
+  CommandResult fail = kubectlHome({"exec", "logger", "-n", "web", "--", "sh", "-c",
+                                    "echo oops >&2; exit 3"});
+  EXPECT_EQ(fail.exitCode, 3) << fail.describe();
+  EXPECT_NE(fail.err.find("oops"), std::string::npos) << fail.describe();
+
+  CommandResult foreign = kubectlHome({"exec", "foreign", "-n", "web", "--", "echo", "x"});
+  EXPECT_NE(foreign.exitCode, 0) << foreign.describe();
+  EXPECT_EQ(foreign.out.find("x\n"), std::string::npos) << foreign.describe();
+  EXPECT_NE(foreign.err.find("not found"), std::string::npos) << foreign.describe();
+}
+
+TEST_F(VnodeKubeletApiTest, PodsStatsAndClientCertificatesRequired) {
+  std::string why;
+  std::filesystem::create_directories(setup_->dir->path() + "/home");
+  auto home = loadAdminCredentials(consumer().kubeconfig(), setup_->dir->path() + "/home", &why);
+  ASSERT_TRUE(home.has_value()) << why;
+  std::filesystem::create_directories(setup_->dir->path() + "/cloud");
+  auto cloud = loadAdminCredentials(provider().kubeconfig(), setup_->dir->path() + "/cloud", &why);
+  ASSERT_TRUE(cloud.has_value()) << why;
+  const std::string homeCerts = setup_->dir->path() + "/home";
+
+  CommandResult health = curlKubelet("/healthz", homeCerts);
+  EXPECT_EQ(health.out, "ok\n") << health.describe();
+
+  CommandResult pods = curlKubelet("/pods", homeCerts);
+  ASSERT_EQ(pods.exitCode, 0) << pods.describe();
+  json list = json::parse(pods.out, nullptr, false);
+  ASSERT_TRUE(list.is_object()) << pods.out;
+  std::vector<std::string> names;
+  for (const json& p : list["items"]) names.push_back(kube::getNamespace(p) + "/" + kube::getName(p));
+  EXPECT_EQ(names, std::vector<std::string>{"web/logger"}) << pods.out.substr(0, 2000);
+  auto localUid = setup_->home->get(res::kPods, "web", "logger");
+  ASSERT_TRUE(localUid.ok());
+  EXPECT_EQ(kube::getUid(list["items"][0]), kube::getUid(*localUid));
+
+  CommandResult stats = curlKubelet("/stats/summary", homeCerts);
+  json summary = json::parse(stats.out, nullptr, false);
+  ASSERT_TRUE(summary.is_object()) << stats.describe();
+  EXPECT_EQ(summary["node"]["nodeName"], kNode);
+  ASSERT_EQ(summary["pods"].size(), 1u) << stats.out;
+  EXPECT_EQ(summary["pods"][0]["podRef"]["name"], "logger");
+  EXPECT_EQ(summary["pods"][0]["podRef"]["namespace"], "web");
+
+  // No client certificate, or one from another cluster's CA: no TLS session at all.
+  CommandResult anonymous = curlKubelet("/pods", "");
+  EXPECT_NE(anonymous.exitCode, 0) << anonymous.describe();
+  EXPECT_EQ(anonymous.out.find("logger"), std::string::npos);
+  CommandResult stranger = curlKubelet("/pods", setup_->dir->path() + "/cloud");
+  EXPECT_NE(stranger.exitCode, 0) << stranger.describe();
+  EXPECT_EQ(stranger.out.find("logger"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace strait::e2e
