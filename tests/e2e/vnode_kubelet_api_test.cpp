@@ -52,7 +52,7 @@ json podJson(const std::string& ns, const std::string& name) {
 }
 
 // What the suite builds once: the peering, the kubelet server, the Node, the Pods.
-struct Setup {
+struct SuiteState {
   std::string error;
   std::string consumerId, providerId;
   std::unique_ptr<kube::Client> home, cloud;
@@ -103,7 +103,7 @@ class VnodeKubeletApiTest : public TwoClusterTest {
     TwoClusterTest::SetUp();
     if (HasFatalFailure()) return;
     if (!setup_) {
-      setup_ = new Setup();
+      setup_ = new SuiteState();
       setup_->error = build(*setup_);
     }
     ASSERT_EQ(setup_->error, "");
@@ -115,7 +115,7 @@ class VnodeKubeletApiTest : public TwoClusterTest {
     return r.exitCode == 0 ? r.out : "";
   }
 
-  std::string build(Setup& s) {
+  std::string build(SuiteState& s) {
     CommandResult p = strait({"peer", "--kubeconfig", consumer().kubeconfig(),
                               "--remote-kubeconfig", provider().kubeconfig(), "--cpu", "2",
                               "--memory", "4Gi", "--pods", "20"});
@@ -224,10 +224,10 @@ class VnodeKubeletApiTest : public TwoClusterTest {
     return runCommand(argv);
   }
 
-  static Setup* setup_;
+  static SuiteState* setup_;
 };
 
-Setup* VnodeKubeletApiTest::setup_ = nullptr;
+SuiteState* VnodeKubeletApiTest::setup_ = nullptr;
 
 TEST_F(VnodeKubeletApiTest, LogsTailTimestampsAndFollowThroughTheVirtualNode) {
   // The remote container's log through the consumer's API server.
