@@ -120,16 +120,13 @@ class RpcClient {
                                  std::chrono::milliseconds timeout) = 0;
   virtual kube::Status deleteObject(const v1::ObjectRequest& req, v1::ObjectResponse* resp,
                                     std::chrono::milliseconds timeout) = 0;
-<<<<<<< HEAD
   // Opens a reflection stream (mTLS; the client certificate names the caller). Does not wait
   // for the remote: a stream that cannot be established or is refused shows it as read()
   // returning false and status() giving the reason.
   virtual kube::Result<std::unique_ptr<EventStream>> openStream() = 0;
-=======
   // The RemoteKubelet calls on this client's channel (same TLS identity); shared, so it may
   // outlive this client. Null for clients without one (test fakes).
   virtual std::shared_ptr<KubeletClient> kubelet() { return nullptr; }
->>>>>>> 6800c03 (peering: RemoteKubelet gRPC service (proto/strait/kubelet.proto: Logs stream, Exec bidi stream, ListPods, StatsSummary) registered on the agent's server behind KubeletHandler, client on each RpcClient's channel; Agent::setKubeletHandler, ProviderService::authorizeConsumer)
 };
 
 // Creates a client (no I/O yet: the connection is made by the first call).
