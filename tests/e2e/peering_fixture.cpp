@@ -89,10 +89,17 @@ Minicluster* TwoClusterTest::provider_ = nullptr;
 AgentProcess* TwoClusterTest::consumerAgent_ = nullptr;
 AgentProcess* TwoClusterTest::providerAgent_ = nullptr;
 std::string TwoClusterTest::startError_;
+std::vector<std::string> TwoClusterTest::providerArgs_;
 
 std::vector<std::string> TwoClusterTest::agentArgs() {
   return {"--cert-ttl", "8s", "--heartbeat-interval", "200ms", "--lost-after", "1s",
           "--budget", "cpu=10,memory=20Gi,pods=200"};
+}
+
+void TwoClusterTest::SetUpTestSuiteWithProviderArgs(std::vector<std::string> providerArgs) {
+  providerArgs_ = std::move(providerArgs);
+  SetUpTestSuite();
+  providerArgs_.clear();
 }
 
 void TwoClusterTest::SetUpTestSuite() {
@@ -102,7 +109,7 @@ void TwoClusterTest::SetUpTestSuite() {
   consumerAgent_ = new AgentProcess();
   providerAgent_ = new AgentProcess();
   startError_ = consumer_->start("consumer");
-  if (startError_.empty()) startError_ = provider_->start("provider");
+  if (startError_.empty()) startError_ = provider_->start("provider", 60s, providerArgs_);
   if (startError_.empty()) {
     startError_ = providerAgent_->start(provider_->kubeconfig(), "provider", agentArgs());
   }

@@ -62,6 +62,9 @@ class TwoClusterTest : public ::testing::Test {
  public:
   static void SetUpTestSuite();
   static void TearDownTestSuite();
+  // SetUpTestSuite with `strait minicluster` flags for the provider (e.g. --nodes 1 so that
+  // its simulated kubelets run Pods).
+  static void SetUpTestSuiteWithProviderArgs(std::vector<std::string> providerArgs);
 
  protected:
   void SetUp() override;
@@ -96,6 +99,7 @@ class TwoClusterTest : public ::testing::Test {
   static AgentProcess* consumerAgent_;
   static AgentProcess* providerAgent_;
   static std::string startError_;
+  static std::vector<std::string> providerArgs_;
   std::unique_ptr<TempDir> testDir_;
 };
 

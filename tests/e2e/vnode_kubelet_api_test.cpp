@@ -91,6 +91,8 @@ struct SuiteState {
 
 class VnodeKubeletApiTest : public TwoClusterTest {
  public:
+  // One simulated node in the provider runs the remote Pods.
+  static void SetUpTestSuite() { SetUpTestSuiteWithProviderArgs({"--nodes", "1"}); }
   static void TearDownTestSuite() {
     if (setup_ && setup_->server) setup_->server->stop();
     delete setup_;
@@ -297,9 +299,9 @@ TEST_F(VnodeKubeletApiTest, ExecEchoStdinAndExitCodeThroughTheVirtualNode) {
 
   // A failing command: its exit code reaches kubectl.
   CommandResult fail = kubectlHome({"exec", "logger", "-n", "web", "--", "sh", "-c",
-                                    "echo oops >&2; exit 3"});
+                                    "nosuchcommand; exit 3"});
   EXPECT_EQ(fail.exitCode, 3) << fail.describe();
-  EXPECT_NE(fail.err.find("oops"), std::string::npos) << fail.describe();
+  EXPECT_NE(fail.err.find("nosuchcommand"), std::string::npos) << fail.describe();  // its stderr
 
   CommandResult foreign = kubectlHome({"exec", "foreign", "-n", "web", "--", "echo", "x"});
   EXPECT_NE(foreign.exitCode, 0) << foreign.describe();
