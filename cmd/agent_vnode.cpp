@@ -2,6 +2,7 @@
 #include "cmd/agent_vnode.h"
 
 #include "cmd/cli_util.h"
+#include "vnode/vkubelet_manager.h"
 #include "vnode/webhook_server.h"
 
 namespace strait::cmd {
@@ -55,14 +56,20 @@ kube::Result<std::unique_ptr<VnodeRuntime>> VnodeRuntime::create(const VnodeFlag
   std::unique_ptr<VnodeRuntime> rt(new VnodeRuntime());
   rt->flags_ = f;
   rt->client_ = std::move(*client);
-  rt->streamGrace_ = *grace;
+  vnode::VirtualKubeletOptions o;
+  o.nodeAddress = f.nodeAddress;
+  // Until the kubelet API server runs, the Node advertises the configured port (10250 when
+  // "any" was asked for).
+  o.kubeletPort = f.kubeletPort == 0 ? 10250 : f.kubeletPort;
+  o.taintEffect = f.taintEffect;
+  o.streamGrace = *grace;
+  rt->manager_ = std::make_unique<vnode::VirtualKubeletManager>(*rt->client_, o);
   return rt;
 }
 
 VnodeRuntime::~VnodeRuntime() { stop(); }
 
-// The virtual kubelets arrive with the reflection stream client; until then no observer.
-peering::PeeringObserver* VnodeRuntime::observer() { return nullptr; }
+peering::PeeringObserver* VnodeRuntime::observer() { return manager_.get(); }
 
 kube::Status VnodeRuntime::startWebhook(const kube::KeyPair& ca) {
   if (flags_.noWebhook) return kube::Status::OK();
@@ -78,6 +85,7 @@ kube::Status VnodeRuntime::startWebhook(const kube::KeyPair& ca) {
 }
 
 void VnodeRuntime::stop() {
+  if (manager_) manager_->stop();
   if (webhook_) webhook_->stop();
 }
 

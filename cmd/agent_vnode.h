@@ -12,6 +12,7 @@
 #include "peering/observer.h"
 
 namespace strait::vnode {
+class VirtualKubeletManager;
 class WebhookServer;
 }  // namespace strait::vnode
 
@@ -48,7 +49,7 @@ class VnodeRuntime {
   VnodeRuntime() = default;
   VnodeFlags flags_;
   std::unique_ptr<kube::Client> client_;
-  std::chrono::milliseconds streamGrace_{0};
+  std::unique_ptr<vnode::VirtualKubeletManager> manager_;
   std::unique_ptr<vnode::WebhookServer> webhook_;
 };
 

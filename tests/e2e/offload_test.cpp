@@ -1,0 +1,288 @@
+// Issue 6 acceptance with real processes: two `strait minicluster` ("home": 2 nodes x 2 CPU,
+// "cloud": 4 nodes x 8 CPU), a `strait agent` on each, `strait peer`, `strait offload
+// namespace demo`, and a Deployment of 20 replicas at 500m through real kubectl. Pods the
+// home nodes cannot hold land on the virtual node strait-cloud (the agent's webhook gave
+// them the toleration), run in the cloud (reflection stream over gRPC/mTLS) and show
+// Running with pod IPs at home; scaling down and deleting leave the cloud empty; a Pod
+// larger than any cloud node gets its reason; the virtual node's capacity follows a cloud
+// node being cordoned; `strait unoffload` and `strait unpeer` refuse while Pods are
+// offloaded, and `unoffload --force` empties the cloud.
+// The tests of the suite run in order on the same clusters.
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "e2e/cluster_fixture.h"
+#include "e2e/peering_fixture.h"
+
+namespace strait::e2e {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+class OffloadTest : public ::testing::Test {
+ public:
+  static void SetUpTestSuite() {
+    error_.clear();
+    home_ = new Minicluster();
+    cloud_ = new Minicluster();
+    homeAgent_ = new AgentProcess();
+    cloudAgent_ = new AgentProcess();
+    error_ = home_->start("home", 60s, {"--nodes", "2", "--node-cpu", "2", "--node-memory", "8Gi"});
+    if (error_.empty()) {
+      error_ = cloud_->start("cloud", 60s, {"--nodes", "4", "--node-cpu", "8", "--node-memory", "32Gi"});
+    }
+    const std::vector<std::string> common = {"--heartbeat-interval", "300ms", "--lost-after", "3s",
+                                             "--kubelet-port", "0"};
+    if (error_.empty()) {
+      std::vector<std::string> args = common;
+      args.insert(args.end(), {"--share", "1"});
+      error_ = cloudAgent_->start(cloud_->kubeconfig(), "cloud", args);
+    }
+    if (error_.empty()) error_ = homeAgent_->start(home_->kubeconfig(), "home", common);
+  }
+  static void TearDownTestSuite() {
+    delete homeAgent_;
+    delete cloudAgent_;
+    delete home_;
+    delete cloud_;
+    homeAgent_ = cloudAgent_ = nullptr;
+    home_ = cloud_ = nullptr;
+  }
+
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(error_.empty()) << error_;
+    dir_ = std::make_unique<TempDir>("strait-offload-test");
+  }
+
+  CommandResult strait(const std::vector<std::string>& args, std::chrono::milliseconds t = 120s) {
+    std::vector<std::string> argv = {straitBinary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runCommand(argv, {}, t);
+  }
+  CommandResult kubectl(const Minicluster& c, const std::vector<std::string>& args,
+                        const std::string& stdinText = "") {
+    static int n = 0;
+    std::vector<std::string> argv = {"kubectl", "--kubeconfig", c.kubeconfig()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Env env = {{"KUBECACHEDIR", dir_->path() + "/kcache" + std::to_string(++n)},
+               {"HOME", dir_->path()}};
+    return runCommand(argv, env, 60s, stdinText);
+  }
+  json getJson(const Minicluster& c, const std::vector<std::string>& args) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"-o", "json"});
+    CommandResult r = kubectl(c, a);
+    if (r.exitCode != 0) return json();
+    json j = json::parse(r.out, nullptr, false);
+    return j.is_discarded() ? json() : j;
+  }
+  std::string consumerId() {
+    CommandResult r = kubectl(*home_, {"get", "configmap", "-n", "strait-system", "strait-agent",
+                                       "-o", "jsonpath={.data.clusterID}"});
+    return r.out;
+  }
+  std::string remoteNs() { return "demo-" + consumerId(); }
+  // Pods of the demo Deployment at home: (total, running with an IP, on the virtual node).
+  struct Counts {
+    int total = 0, runningWithIp = 0, onVnode = 0, onVnodeRunning = 0;
+  };
+  Counts homeCounts() {
+    Counts c;
+    json pods = getJson(*home_, {"get", "pods", "-n", "demo", "-l", "app=web"});
+    for (const json& p : pods.value("items", json::array())) {
+      if (p["metadata"].contains("deletionTimestamp")) continue;
+      ++c.total;
+      bool running = p.value("/status/phase"_json_pointer, std::string()) == "Running" &&
+                     !p.value("/status/podIP"_json_pointer, std::string()).empty();
+      if (running) ++c.runningWithIp;
+      if (p.value("/spec/nodeName"_json_pointer, std::string()) == "strait-cloud") {
+        ++c.onVnode;
+        if (running) ++c.onVnodeRunning;
+      }
+    }
+    return c;
+  }
+  // Pods in the cloud's mapped namespace: (all, Running).
+  std::pair<int, int> cloudCounts() {
+    json pods = getJson(*cloud_, {"get", "pods", "-n", remoteNs()});
+    int all = 0, running = 0;
+    for (const json& p : pods.value("items", json::array())) {
+      ++all;
+      if (p.value("/status/phase"_json_pointer, std::string()) == "Running") ++running;
+    }
+    return {all, running};
+  }
+  std::string vnodeAllocatableCpu() {
+    CommandResult r = kubectl(*home_, {"get", "node", "strait-cloud", "-o",
+                                       "jsonpath={.status.allocatable.cpu}"});
+    return r.exitCode == 0 ? r.out : "";
+  }
+  std::string vnodeReady() {
+    CommandResult r = kubectl(*home_, {"get", "node", "strait-cloud", "-o",
+                                       "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"});
+    return r.exitCode == 0 ? r.out : "";
+  }
+  std::string diagnostics() {
+    return "\n--- home agent ---\n" + tail(homeAgent_->logs()) + "\n--- cloud agent ---\n" +
+           tail(cloudAgent_->logs());
+  }
+  static std::string tail(const std::string& s) {
+    return s.size() > 6000 ? s.substr(s.size() - 6000) : s;
+  }
+  static std::string deployment(int replicas) {
+    return R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"demo"},
+      "spec":{"replicas":)" + std::to_string(replicas) + R"(,"selector":{"matchLabels":{"app":"web"}},
+        "template":{"metadata":{"labels":{"app":"web"}},"spec":{"terminationGracePeriodSeconds":1,
+          "containers":[{"name":"web","image":"nginx:1.27",
+            "resources":{"requests":{"cpu":"500m","memory":"64Mi"}}}]}}}})";
+  }
+
+  static Minicluster* home_;
+  static Minicluster* cloud_;
+  static AgentProcess* homeAgent_;
+  static AgentProcess* cloudAgent_;
+  static std::string error_;
+  std::unique_ptr<TempDir> dir_;
+};
+
+Minicluster* OffloadTest::home_ = nullptr;
+Minicluster* OffloadTest::cloud_ = nullptr;
+AgentProcess* OffloadTest::homeAgent_ = nullptr;
+AgentProcess* OffloadTest::cloudAgent_ = nullptr;
+std::string OffloadTest::error_;
+
+TEST_F(OffloadTest, A_OverflowPodsRunInTheCloudAndScaleDownAndDeleteLeaveItEmpty) {
+  CommandResult p = strait({"peer", "--kubeconfig", home_->kubeconfig(), "--remote-kubeconfig",
+                            cloud_->kubeconfig(), "--cpu", "32", "--memory", "64Gi", "--pods", "100"});
+  ASSERT_EQ(p.exitCode, 0) << p.describe() << diagnostics();
+  // The virtual node registers and turns Ready once the reflection stream is up.
+  ASSERT_TRUE(waitFor([&] { return vnodeReady() == "True"; }, 60s))
+      << getJson(*home_, {"get", "node", "strait-cloud"}).dump(2) << diagnostics();
+  json node = getJson(*home_, {"get", "node", "strait-cloud"});
+  EXPECT_EQ(node["metadata"]["labels"]["type"], "virtual-kubelet");
+  bool tainted = false;
+  for (const json& t : node["spec"].value("taints", json::array())) {
+    if (t.value("key", "") == "virtual-node.strait.io/not-allowed") tainted = true;
+  }
+  EXPECT_TRUE(tainted) << node["spec"].dump();
+  EXPECT_EQ(node["status"]["allocatable"]["cpu"], "32") << node["status"].dump();
+
+  ASSERT_EQ(kubectl(*home_, {"create", "namespace", "demo"}).exitCode, 0);
+  CommandResult off = strait({"offload", "namespace", "demo", "--kubeconfig", home_->kubeconfig()});
+  ASSERT_EQ(off.exitCode, 0) << off.describe();
+  CommandResult d = kubectl(*home_, {"apply", "-f", "-"}, deployment(20));
+  ASSERT_EQ(d.exitCode, 0) << d.describe();
+
+  // All 20 Running with a pod IP at home; the home nodes hold at most 8 (4 CPU / 500m), so
+  // at least 12 run on the virtual node, each mirrored by one Running Pod in the cloud.
+  Counts c;
+  ASSERT_TRUE(waitFor([&] {
+    c = homeCounts();
+    return c.total == 20 && c.runningWithIp == 20;
+  }, 180s)) << "total=" << c.total << " running=" << c.runningWithIp << " onVnode=" << c.onVnode
+            << diagnostics();
+  EXPECT_GE(c.onVnode, 12);
+  std::pair<int, int> cloud;
+  ASSERT_TRUE(waitFor([&] {
+    cloud = cloudCounts();
+    return cloud.first == c.onVnode && cloud.second == c.onVnode;
+  }, 60s)) << "cloud pods=" << cloud.first << " running=" << cloud.second
+           << " vnode pods=" << c.onVnode;
+  // An offloaded Pod carries the webhook's toleration; its status came from the cloud
+  // (hostIP = the virtual node's address).
+  json pods = getJson(*home_, {"get", "pods", "-n", "demo", "--field-selector",
+                               "spec.nodeName=strait-cloud"});
+  ASSERT_FALSE(pods.value("items", json::array()).empty());
+  const json& one = pods["items"][0];
+  bool tolerated = false;
+  for (const json& t : one["spec"].value("tolerations", json::array())) {
+    if (t.value("key", "") == "virtual-node.strait.io/not-allowed") tolerated = true;
+  }
+  EXPECT_TRUE(tolerated) << one["spec"].dump();
+  EXPECT_EQ(one["status"]["hostIP"], "127.0.0.1");
+
+  // Scale down: the cloud follows.
+  ASSERT_EQ(kubectl(*home_, {"scale", "deployment", "web", "-n", "demo", "--replicas", "4"}).exitCode, 0);
+  ASSERT_TRUE(waitFor([&] {
+    c = homeCounts();
+    cloud = cloudCounts();
+    return c.total == 4 && cloud.first == c.onVnode;
+  }, 120s)) << "home=" << c.total << " onVnode=" << c.onVnode << " cloud=" << cloud.first
+            << diagnostics();
+  // Delete: nothing left in the cloud.
+  ASSERT_EQ(kubectl(*home_, {"delete", "deployment", "web", "-n", "demo"}).exitCode, 0);
+  ASSERT_TRUE(waitFor([&] { return homeCounts().total == 0 && cloudCounts().first == 0; }, 120s))
+      << "home=" << homeCounts().total << " cloud=" << cloudCounts().first << diagnostics();
+}
+
+TEST_F(OffloadTest, B_APodLargerThanAnyCloudNodeGetsItsReason) {
+  // 12 CPU: more than any cloud node (8) but less than the virtual node's 32, and more than
+  // any home node: the scheduler binds it to strait-cloud, which refuses it with a reason.
+  const std::string pod = R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"huge","namespace":"demo"},
+    "spec":{"containers":[{"name":"c","image":"busybox","resources":{"requests":{"cpu":"12"}}}]}})";
+  ASSERT_EQ(kubectl(*home_, {"apply", "-f", "-"}, pod).exitCode, 0);
+  CommandResult st;
+  ASSERT_TRUE(waitFor([&] {
+    st = kubectl(*home_, {"get", "pod", "huge", "-n", "demo", "-o",
+                          "jsonpath={.spec.nodeName} {.status.reason}"});
+    return st.out == "strait-cloud ProviderNodeTooSmall";
+  }, 60s)) << st.describe() << diagnostics();
+  CommandResult msg = kubectl(*home_, {"get", "pod", "huge", "-n", "demo", "-o",
+                                       "jsonpath={.status.message}"});
+  EXPECT_NE(msg.out.find("more than any single provider node"), std::string::npos) << msg.out;
+  EXPECT_EQ(cloudCounts().first, 0);
+  EXPECT_EQ(kubectl(*home_, {"delete", "pod", "huge", "-n", "demo", "--wait=false"}).exitCode, 0);
+}
+
+TEST_F(OffloadTest, C_CapacityFollowsACloudNodeGoingAway) {
+  ASSERT_TRUE(waitFor([&] { return vnodeAllocatableCpu() == "32"; }, 30s)) << vnodeAllocatableCpu();
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(kubectl(*cloud_, {"cordon", "node-3"}).exitCode, 0);
+  ASSERT_TRUE(waitFor([&] { return vnodeAllocatableCpu() == "24"; }, 30s)) << vnodeAllocatableCpu();
+  auto followed = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(followed, 5s) << "capacity followed after "
+                          << std::chrono::duration_cast<std::chrono::milliseconds>(followed).count()
+                          << " ms";
+  ASSERT_EQ(kubectl(*cloud_, {"uncordon", "node-3"}).exitCode, 0);
+  ASSERT_TRUE(waitFor([&] { return vnodeAllocatableCpu() == "32"; }, 30s)) << vnodeAllocatableCpu();
+}
+
+TEST_F(OffloadTest, D_UnoffloadAndUnpeerRefuseWhilePodsAreOffloadedForceUnoffloadEmptiesTheCloud) {
+  ASSERT_EQ(kubectl(*home_, {"apply", "-f", "-"}, deployment(12)).exitCode, 0);
+  Counts c;
+  ASSERT_TRUE(waitFor([&] {
+    c = homeCounts();
+    return c.total == 12 && c.onVnodeRunning >= 4 && cloudCounts().second == c.onVnode;
+  }, 180s)) << "total=" << c.total << " onVnodeRunning=" << c.onVnodeRunning << diagnostics();
+
+  CommandResult un = strait({"unoffload", "namespace", "demo", "--kubeconfig", home_->kubeconfig()});
+  EXPECT_NE(un.exitCode, 0) << un.describe();
+  EXPECT_NE(un.err.find("demo/web-"), std::string::npos) << un.describe();
+
+  CommandResult plain = strait({"unpeer", "--kubeconfig", home_->kubeconfig(),
+                                "--remote-kubeconfig", cloud_->kubeconfig()});
+  EXPECT_NE(plain.exitCode, 0) << plain.describe();
+  EXPECT_NE((plain.out + plain.err).find("demo/web-"), std::string::npos) << plain.describe();
+  EXPECT_EQ(cloudCounts().first, c.onVnode);  // nothing was touched
+
+  // Unoffload --force deletes the offloaded Pods (their remote copies go with them); the
+  // ReplicaSet's replacements no longer tolerate the virtual node and stay home.
+  CommandResult force = strait({"unoffload", "namespace", "demo", "--kubeconfig",
+                                home_->kubeconfig(), "--force"});
+  ASSERT_EQ(force.exitCode, 0) << force.describe();
+  ASSERT_TRUE(waitFor([&] {
+    json pods = getJson(*cloud_, {"get", "pods", "-A", "-l", "strait.io/origin-cluster-id"});
+    // KNOWN GAP: the local Pods stay Terminating after their remote copies are gone (the
+    // virtual kubelet does not finish them yet), so only the cloud side is checked here.
+    return pods.is_object() && pods.value("items", json::array()).empty();
+  }, 120s)) << "cloud=" << cloudCounts().first << " onVnode=" << homeCounts().onVnode
+            << diagnostics();
+}
+
+}  // namespace
+}  // namespace strait::e2e

@@ -1,0 +1,282 @@
+// One virtual kubelet per peering (see virtual_kubelet.h).
+#include "vnode/virtual_kubelet.h"
+
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+#include "kube/informer.h"
+#include "kube/object.h"
+#include "reflection/pod_reflector.h"
+#include "reflection/reflector.h"
+#include "reflection/stream_client.h"
+#include "vnode/capacity.h"
+#include "vnode/node_controller.h"
+#include "vnode/stream_health.h"
+
+namespace strait::vnode {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+namespace res = kube::resources;
+
+namespace {
+
+constexpr const char* kUidIndex = "uid";
+
+// Holds Pod keys back while the stream cannot answer truthfully (down, or the provider's
+// initial list not in yet): an empty remote cache must not read as "the remote Pod is gone".
+class GatedPodReflector : public reflection::KindReflector {
+ public:
+  GatedPodReflector(std::unique_ptr<reflection::PodReflector> inner, std::function<bool()> open)
+      : inner_(std::move(inner)), open_(std::move(open)) {}
+  std::string kind() const override { return inner_->kind(); }
+  reflection::HandleResult handle(const std::string& key) override {
+    if (!open_()) return reflection::HandleResult::requeueAfter(250ms);
+    return inner_->handle(key);
+  }
+
+ private:
+  std::unique_ptr<reflection::PodReflector> inner_;
+  std::function<bool()> open_;
+};
+
+}  // namespace
+
+VirtualKubelet::VirtualKubelet(kube::Client& local, VirtualKubeletOptions opts)
+    : local_(local),
+      opts_(std::move(opts)),
+      nodeName_(opts_.peering ? virtualNodeName(opts_.peering->providerName()) : std::string()) {}
+
+VirtualKubelet::~VirtualKubelet() { stop(); }
+
+bool VirtualKubelet::streamReady() const {
+  return stream_ && stream_->connected() && stream_->remoteSynced();
+}
+
+uint64_t VirtualKubelet::resyncs() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return resyncs_;
+}
+
+kube::Status VirtualKubelet::start() {
+  if (!opts_.peering) return kube::makeError(kube::Code::Invalid, "virtual kubelet: peering is required");
+  if (opts_.streamGrace <= 0ms) {
+    return kube::makeError(kube::Code::Invalid, "virtual kubelet: stream grace must be positive");
+  }
+  if (opts_.podWorkers <= 0) {
+    return kube::makeError(kube::Code::Invalid, "virtual kubelet: pod workers must be positive");
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (started_) return kube::makeError(kube::Code::Invalid, "virtual kubelet already started");
+    started_ = true;
+  }
+  const std::shared_ptr<peering::LivePeering> peering = opts_.peering;
+  const reflection::NamespaceMapping mapping(peering->consumerId(), opts_.naming);
+
+  NodeControllerOptions no;
+  no.node.providerName = peering->providerName();
+  no.node.providerClusterId = peering->providerId();
+  no.node.address = opts_.nodeAddress;
+  no.node.kubeletPort = opts_.kubeletPort;
+  no.node.taintEffect = opts_.taintEffect;
+  no.pollInterval = opts_.nodePollInterval;
+  no.grant = [peering] { return peering->grant(); };
+  no.provider = [peering] { return peering->summary(); };
+  health_ = std::make_unique<StreamHealth>(opts_.streamGrace);
+  no.health = health_.get();
+  if (kube::Status s = validateConfig(no.node); !s.ok()) return s;
+
+  reflection::StreamClientOptions so;
+  so.consumerId = peering->consumerId();
+  so.mapping = mapping;
+  so.open = [peering]() -> kube::Result<std::unique_ptr<peering::EventStream>> {
+    std::shared_ptr<peering::RpcClient> rpc = peering->rpc();  // the current certificate
+    if (!rpc) return kube::makeError(kube::Code::Unavailable, "no client for the provider yet");
+    return rpc->openStream();
+  };
+  so.keepaliveInterval = opts_.keepaliveInterval;
+  so.callTimeout = opts_.callTimeout;
+  so.onConnected = [this] { onStreamConnected(); };
+  so.onMessage = [this] { health_->onMessage(); };
+  so.onDisconnected = [this](const kube::Status& why) {
+    health_->onDisconnected();
+    spdlog::warn("event=reflection_stream_down node={} error=\"{}\"", nodeName_,
+                 why.ok() ? std::string("closed") : why.error().message);
+  };
+  so.onRemoteChange = [this](const std::string& key) { (void)reflector_->enqueue("Pod", key); };
+  so.onEvent = [this](const json& ev, const std::string& uid) { onProviderEvent(ev, uid); };
+  stream_ = std::make_unique<reflection::StreamClient>(std::move(so));
+
+  pods_ = std::make_unique<kube::Informer>(
+      local_, kube::InformerOptions{res::kPods, "", "", "spec.nodeName=" + nodeName_});
+  pods_->addIndex(kUidIndex, [](const json& p) {
+    std::string uid = kube::getUid(p);
+    return uid.empty() ? std::vector<std::string>{} : std::vector<std::string>{uid};
+  });
+
+  reflection::PodReflectorOptions po;
+  po.mapping = mapping;
+  po.forge.consumerId = peering->consumerId();
+  po.forge.virtualNodeName = nodeName_;
+  po.forge.virtualNodeAddress = opts_.nodeAddress;
+  po.forge.virtualNodeLabelKeys = virtualNodeOwnLabelKeys();
+  po.status.virtualNodeAddress = opts_.nodeAddress;
+  po.doesNotFit = [peering](const json& pod) {
+    return doesNotFitReason(podRequests(pod), peering->summary());
+  };
+  kube::Informer* informer = pods_.get();
+  po.resyncDone = [informer] { return informer->hasSynced(); };
+  reflector_ = std::make_unique<reflection::Reflector>();
+  reflection::KindOptions ko;
+  ko.workers = opts_.podWorkers;
+  ko.queue.baseDelay = 50ms;
+  ko.queue.maxDelay = 5s;
+  reflection::StreamClient* stream = stream_.get();
+  auto inner = std::make_unique<reflection::PodReflector>(local_, pods_->cache(), *stream_, po);
+  if (kube::Status s = reflector_->registerKind(
+          std::make_unique<GatedPodReflector>(
+              std::move(inner),
+              [stream] { return stream->connected() && stream->remoteSynced(); }),
+          ko);
+      !s.ok()) {
+    return s;
+  }
+  auto enqueue = [this](const kube::ObjectPtr& p) {
+    (void)reflector_->enqueue("Pod", kube::objectKey(*p));
+  };
+  pods_->addHandlers(
+      {enqueue, [enqueue](const kube::ObjectPtr&, const kube::ObjectPtr& n) { enqueue(n); },
+       enqueue});
+
+  node_ = std::make_unique<NodeController>(local_, no);
+  if (kube::Status s = node_->start(); !s.ok()) return s;
+  reflector_->start();
+  pods_->start();
+  thread_ = std::jthread([this](std::stop_token st) { housekeeping(st); });
+  stream_->start();
+  spdlog::info("event=virtual_kubelet_started node={} provider={} address={} kubelet_port={}",
+               nodeName_, peering->providerId(), opts_.nodeAddress, opts_.kubeletPort);
+  return kube::Status::OK();
+}
+
+void VirtualKubelet::stop() {
+  if (stream_) stream_->stop();  // first: no more callbacks into the parts below
+  if (thread_.joinable()) {
+    thread_.request_stop();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      cv_.notify_all();
+    }
+    thread_.join();
+  }
+  if (pods_) pods_->stop();
+  if (reflector_) reflector_->stop();
+  if (node_) node_->stop();
+}
+
+void VirtualKubelet::removeNode() {
+  kube::Result<json> r = local_.remove(res::kNodes, "", nodeName_);
+  if (r.ok()) {
+    spdlog::info("event=virtual_node_deleted node={}", nodeName_);
+  } else if (!kube::isNotFound(r.error())) {
+    spdlog::warn("event=virtual_node_delete_failed node={} error=\"{}\"", nodeName_,
+                 r.error().message);
+  }
+}
+
+void VirtualKubelet::onStreamConnected() {
+  health_->onConnected();
+  std::lock_guard<std::mutex> l(mu_);
+  resyncPending_ = true;
+  cv_.notify_all();
+}
+
+void VirtualKubelet::onProviderEvent(const json& event, const std::string& originUid) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (events_.size() >= 1000) events_.pop_front();  // a storm: keep the newest
+  events_.emplace_back(event, originUid);
+  cv_.notify_all();
+}
+
+bool VirtualKubelet::resyncNow() {
+  if (!pods_->hasSynced() || !stream_->connected() || !stream_->remoteSynced()) return false;
+  std::vector<std::string> uids;
+  for (const kube::ObjectPtr& p : pods_->cache().list()) {
+    uids.push_back(kube::getUid(*p));
+    (void)reflector_->enqueue("Pod", kube::objectKey(*p));
+  }
+  kube::Status s = stream_->resyncDone(uids);
+  if (!s.ok()) {
+    spdlog::warn("event=resync_done_failed node={} error=\"{}\"", nodeName_, s.error().message);
+    return false;
+  }
+  spdlog::info("event=resync_done node={} local_pods={}", nodeName_, uids.size());
+  return true;
+}
+
+void VirtualKubelet::housekeeping(std::stop_token stop) {
+  std::unique_lock<std::mutex> l(mu_);
+  while (!stop.stop_requested()) {
+    cv_.wait_for(l, stop, 100ms, [&] { return !events_.empty(); });
+    if (stop.stop_requested()) break;
+    while (!events_.empty()) {
+      auto [ev, uid] = std::move(events_.front());
+      events_.pop_front();
+      l.unlock();
+      recordEvent(ev, uid);
+      l.lock();
+    }
+    if (resyncPending_) {
+      l.unlock();
+      bool done = resyncNow();
+      l.lock();
+      if (done) {
+        resyncPending_ = false;
+        ++resyncs_;
+      }
+    }
+  }
+}
+
+void VirtualKubelet::recordEvent(const json& remote, const std::string& originUid) {
+  std::vector<kube::ObjectPtr> pods = pods_->cache().byIndex(kUidIndex, originUid);
+  if (pods.empty()) return;  // the local Pod is gone
+  const json& pod = *pods.front();
+  const std::string now = kube::rfc3339Now();
+  auto str = [&](const char* k, const std::string& d) {
+    return remote.is_object() && remote.contains(k) && remote[k].is_string()
+               ? remote[k].get<std::string>()
+               : d;
+  };
+  json ev = {{"apiVersion", "v1"},
+             {"kind", "Event"},
+             {"metadata",
+              {{"generateName", kube::getName(pod) + "."}, {"namespace", kube::getNamespace(pod)}}},
+             {"involvedObject",
+              {{"apiVersion", "v1"},
+               {"kind", "Pod"},
+               {"namespace", kube::getNamespace(pod)},
+               {"name", kube::getName(pod)},
+               {"uid", originUid}}},
+             {"type", str("type", "Normal")},
+             {"reason", str("reason", "ProviderEvent")},
+             {"message", "[provider] " + str("message", "")},
+             {"source", {{"component", "strait-vnode"}, {"host", nodeName_}}},
+             {"reportingComponent", "strait-vnode"},
+             {"reportingInstance", nodeName_},
+             {"firstTimestamp", str("firstTimestamp", now)},
+             {"lastTimestamp", str("lastTimestamp", now)},
+             {"count", remote.is_object() && remote.contains("count") &&
+                               remote["count"].is_number_integer()
+                           ? remote["count"].get<int64_t>()
+                           : 1}};
+  kube::Result<json> r = local_.create(res::kEvents, kube::getNamespace(pod), ev);
+  if (!r.ok()) {
+    spdlog::warn("event=provider_event_not_recorded pod={}/{} error=\"{}\"",
+                 kube::getNamespace(pod), kube::getName(pod), r.error().message);
+  }
+}
+
+}  // namespace strait::vnode

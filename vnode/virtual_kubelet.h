@@ -1,0 +1,108 @@
+#pragma once
+// One virtual kubelet: everything the consumer runs for one peering (virtual-kubelet's
+// node + pod controllers, wired to Strait's reflection stream):
+//  - a NodeController for Node strait-<provider-name>: grant and provider summary from the
+//    LivePeering (heartbeats), Ready from the reflection stream's health with a grace;
+//  - a local Pod informer (fieldSelector spec.nodeName=<node>);
+//  - the PodReflector, writing through a StreamClient (one bidirectional gRPC stream to the
+//    provider agent, dialled on the peering's current mTLS client);
+//  - "does not fit any single provider node" from the provider summary;
+//  - provider Events about a remote Pod recorded as Events on the local Pod;
+//  - after every (re)connection, once the provider's initial list and the local informer
+//    are in: every local Pod is enqueued and RESYNC_DONE carries their uids (only then may
+//    the provider delete remote Pods whose origin is gone).
+// Pod handling waits while the stream is down or the provider's list has not arrived, so
+// a partition never makes a running Pod look lost.
+//
+// Constructor does no I/O and starts no thread; start() does. Thread-safe: start/stop from
+// one thread (the manager's); callbacks from the stream's and informer's threads.
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "kube/client.h"
+#include "peering/observer.h"
+#include "reflection/namespace_mapping.h"
+
+namespace strait::kube {
+class Informer;
+}
+namespace strait::reflection {
+class Reflector;
+class StreamClient;
+}  // namespace strait::reflection
+
+namespace strait::vnode {
+
+class NodeController;
+class StreamHealth;
+
+struct VirtualKubeletOptions {
+  std::shared_ptr<peering::LivePeering> peering;  // required
+  std::string nodeAddress = "127.0.0.1";          // the Node's InternalIP (kubelet API host)
+  int kubeletPort = 10250;                        // the Node's kubelet endpoint port
+  std::string taintEffect = "NoExecute";          // "" = no taint
+  std::chrono::milliseconds streamGrace{40000};   // stream down this long: NotReady
+  reflection::NamingStrategy naming = reflection::NamingStrategy::Default;
+  int podWorkers = 8;
+  std::chrono::milliseconds nodePollInterval{500};
+  std::chrono::milliseconds keepaliveInterval{1000};
+  std::chrono::milliseconds callTimeout{10000};
+};
+
+class VirtualKubelet {
+ public:
+  // `local` (the consumer's API) is borrowed and must outlive the kubelet.
+  VirtualKubelet(kube::Client& local, VirtualKubeletOptions opts);
+  ~VirtualKubelet();  // stop()
+  VirtualKubelet(const VirtualKubelet&) = delete;
+  VirtualKubelet& operator=(const VirtualKubelet&) = delete;
+
+  // Validates the options (Invalid naming the field) and starts the node controller, the
+  // informer, the reflector and the stream. Call once.
+  kube::Status start();
+  // Stops everything (the Node object stays: an agent restart keeps its node). Idempotent.
+  void stop();
+  // After stop(), when the peering has ended: deletes the Node (a NotFound is fine), so a
+  // node controller round that raced with `strait unpeer` leaves nothing behind.
+  void removeNode();
+
+  const std::string& nodeName() const { return nodeName_; }
+  // Whether the stream is connected and the provider's list has arrived.
+  bool streamReady() const;
+  // Resyncs completed (RESYNC_DONE sent), for tests and logs.
+  uint64_t resyncs() const;
+
+ private:
+  void onStreamConnected();
+  void onProviderEvent(const nlohmann::json& event, const std::string& originUid);
+  void housekeeping(std::stop_token stop);
+  bool resyncNow();
+  void recordEvent(const nlohmann::json& remoteEvent, const std::string& originUid);
+
+  kube::Client& local_;
+  const VirtualKubeletOptions opts_;
+  const std::string nodeName_;
+  std::unique_ptr<StreamHealth> health_;
+  std::unique_ptr<reflection::StreamClient> stream_;
+  std::unique_ptr<kube::Informer> pods_;
+  std::unique_ptr<reflection::Reflector> reflector_;
+  std::unique_ptr<NodeController> node_;
+
+  mutable std::mutex mu_;  // guards the fields below
+  std::condition_variable_any cv_;
+  bool resyncPending_ = false;
+  uint64_t resyncs_ = 0;
+  std::deque<std::pair<nlohmann::json, std::string>> events_;  // (event, origin uid)
+  bool started_ = false;
+  std::jthread thread_;  // housekeeping: resync and event recording
+};
+
+}  // namespace strait::vnode

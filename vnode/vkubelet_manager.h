@@ -1,0 +1,45 @@
+#pragma once
+// One VirtualKubelet per usable peering: the consumer agent's PeeringObserver
+// (peering/observer.h), set by cmd/agent_cmd.cpp. peeringUp starts a virtual kubelet for the
+// provider (replacing one left from an earlier peering with it), peeringDown stops it and
+// deletes its Node (the peering is over; stop() on agent shutdown keeps the Nodes).
+//
+// Thread-safety: peeringUp/peeringDown come from the agent's loop thread; stop() and the
+// accessors may be called from any thread.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kube/client.h"
+#include "peering/observer.h"
+#include "vnode/virtual_kubelet.h"
+
+namespace strait::vnode {
+
+class VirtualKubeletManager final : public peering::PeeringObserver {
+ public:
+  // `local` is borrowed and must outlive the manager. `templ` is copied into every virtual
+  // kubelet's options (its `peering` is set per peering).
+  VirtualKubeletManager(kube::Client& local, VirtualKubeletOptions templ);
+  ~VirtualKubeletManager() override;  // stop()
+
+  void peeringUp(std::shared_ptr<peering::LivePeering> peering) override;
+  void peeringDown(const std::string& providerId) override;
+
+  // Stops every virtual kubelet. Idempotent; later peeringUp calls are ignored.
+  void stop();
+  // Names of the running virtual nodes, sorted.
+  std::vector<std::string> nodeNames() const;
+
+ private:
+  kube::Client& local_;
+  const VirtualKubeletOptions templ_;
+  mutable std::mutex mu_;  // guards the fields below
+  std::map<std::string, std::unique_ptr<VirtualKubelet>> kubelets_;  // by provider ID
+  bool stopped_ = false;
+};
+
+}  // namespace strait::vnode
