@@ -27,6 +27,9 @@ void addVnodeFlags(CLI::App* sub, VnodeFlags& f) {
   sub->add_option("--webhook-host", f.webhookHost,
                   "host the API server calls the webhook at (default: the listen host)");
   sub->add_flag("--no-webhook", f.noWebhook, "do not serve the toleration webhook");
+  sub->add_flag("--no-virtual-nodes", f.noVirtualNodes,
+                "run no virtual node for the peerings this cluster consumes (the peerings "
+                "themselves stay up)");
 }
 
 kube::Result<std::unique_ptr<VnodeRuntime>> VnodeRuntime::create(const VnodeFlags& f,
@@ -58,9 +61,7 @@ kube::Result<std::unique_ptr<VnodeRuntime>> VnodeRuntime::create(const VnodeFlag
   rt->client_ = std::move(*client);
   vnode::VirtualKubeletOptions o;
   o.nodeAddress = f.nodeAddress;
-  // Until the kubelet API server runs, the Node advertises the configured port (10250 when
-  // "any" was asked for).
-  o.kubeletPort = f.kubeletPort == 0 ? 10250 : f.kubeletPort;
+  o.kubeletPort = f.kubeletPort;  // 0: any free port, advertised in the Node
   o.taintEffect = f.taintEffect;
   o.streamGrace = *grace;
   rt->manager_ = std::make_unique<vnode::VirtualKubeletManager>(*rt->client_, o);
@@ -69,7 +70,9 @@ kube::Result<std::unique_ptr<VnodeRuntime>> VnodeRuntime::create(const VnodeFlag
 
 VnodeRuntime::~VnodeRuntime() { stop(); }
 
-peering::PeeringObserver* VnodeRuntime::observer() { return manager_.get(); }
+peering::PeeringObserver* VnodeRuntime::observer() {
+  return flags_.noVirtualNodes ? nullptr : manager_.get();
+}
 
 kube::Status VnodeRuntime::startWebhook(const kube::KeyPair& ca) {
   if (flags_.noWebhook) return kube::Status::OK();

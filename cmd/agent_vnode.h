@@ -26,6 +26,7 @@ struct VnodeFlags {
   std::string webhookListen = "127.0.0.1:0";
   std::string webhookHost;
   bool noWebhook = false;
+  bool noVirtualNodes = false;
 };
 
 // Registers the --vnode-*, --kubelet-port and --webhook-* flags on the agent command.

@@ -11,7 +11,9 @@
 #include "reflection/reflector.h"
 #include "reflection/stream_client.h"
 #include "vnode/capacity.h"
+#include "vnode/kubelet_server.h"
 #include "vnode/node_controller.h"
+#include "vnode/serving_cert.h"
 #include "vnode/stream_health.h"
 
 namespace strait::vnode {
@@ -79,7 +81,14 @@ kube::Status VirtualKubelet::start() {
   no.node.providerName = peering->providerName();
   no.node.providerClusterId = peering->providerId();
   no.node.address = opts_.nodeAddress;
-  no.node.kubeletPort = opts_.kubeletPort;
+  no.node.kubeletPort = opts_.kubeletPort == 0 ? 10250 : opts_.kubeletPort;
+  if (kube::Status s = startKubeletServer(); !s.ok()) {
+    // Logs and exec on offloaded Pods then fail; the Pods themselves still travel.
+    spdlog::error("event=kubelet_api_not_started node={} error=\"{}\"", nodeName_,
+                  s.error().message);
+  } else {
+    no.node.kubeletPort = kubelet_->port();
+  }
   no.node.taintEffect = opts_.taintEffect;
   no.pollInterval = opts_.nodePollInterval;
   no.grant = [peering] { return peering->grant(); };
@@ -157,12 +166,43 @@ kube::Status VirtualKubelet::start() {
   thread_ = std::jthread([this](std::stop_token st) { housekeeping(st); });
   stream_->start();
   spdlog::info("event=virtual_kubelet_started node={} provider={} address={} kubelet_port={}",
-               nodeName_, peering->providerId(), opts_.nodeAddress, opts_.kubeletPort);
+               nodeName_, peering->providerId(), opts_.nodeAddress, no.node.kubeletPort);
+  return kube::Status::OK();
+}
+
+kube::Status VirtualKubelet::startKubeletServer() {
+  const std::string& clientCa = local_.config().caPem;
+  if (clientCa.empty()) {
+    return kube::makeError(kube::Code::Invalid,
+                           "the consumer kubeconfig carries no cluster CA to verify the API "
+                           "server's kubelet client certificate with");
+  }
+  ServingCertRequest csr;
+  csr.nodeName = nodeName_;
+  csr.ips = {opts_.nodeAddress};
+  auto serving = requestServingCertificate(local_, csr);
+  if (!serving.ok()) return kube::Status(serving.error());
+  KubeletServerConfig kc;
+  kc.nodeName = nodeName_;
+  kc.listenHost = opts_.nodeAddress;
+  kc.port = static_cast<uint16_t>(opts_.kubeletPort);
+  kc.servingCert = *serving;
+  kc.clientCaPem = clientCa;
+  std::shared_ptr<peering::LivePeering> peering = opts_.peering;
+  kc.provider = [peering]() -> std::shared_ptr<peering::KubeletClient> {
+    std::shared_ptr<peering::RpcClient> rpc = peering->rpc();  // the current certificate
+    return rpc ? rpc->kubelet() : nullptr;
+  };
+  auto server = KubeletServer::create(std::move(kc));
+  if (!server.ok()) return kube::Status(server.error());
+  if (kube::Status s = (*server)->start(); !s.ok()) return s;
+  kubelet_ = std::move(*server);
   return kube::Status::OK();
 }
 
 void VirtualKubelet::stop() {
   if (stream_) stream_->stop();  // first: no more callbacks into the parts below
+  if (kubelet_) kubelet_->stop();
   if (thread_.joinable()) {
     thread_.request_stop();
     {

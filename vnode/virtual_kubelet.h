@@ -8,6 +8,7 @@
 //    provider agent, dialled on the peering's current mTLS client);
 //  - "does not fit any single provider node" from the provider summary;
 //  - provider Events about a remote Pod recorded as Events on the local Pod;
+//  - the kubelet API (kubectl logs / exec on offloaded Pods), relayed to the provider;
 //  - after every (re)connection, once the provider's initial list and the local informer
 //    are in: every local Pod is enqueued and RESYNC_DONE carries their uids (only then may
 //    the provider delete remote Pods whose origin is gone).
@@ -41,13 +42,17 @@ class StreamClient;
 
 namespace strait::vnode {
 
+class KubeletServer;
 class NodeController;
 class StreamHealth;
 
 struct VirtualKubeletOptions {
   std::shared_ptr<peering::LivePeering> peering;  // required
   std::string nodeAddress = "127.0.0.1";          // the Node's InternalIP (kubelet API host)
-  int kubeletPort = 10250;                        // the Node's kubelet endpoint port
+  // The kubelet API (vnode/kubelet_server.h: logs, exec, /pods, /stats/summary relayed to
+  // the provider) listens on nodeAddress:kubeletPort (0 = any free port) with a serving
+  // certificate from the consumer's kubelet-serving signer; the Node advertises the port.
+  int kubeletPort = 10250;
   std::string taintEffect = "NoExecute";          // "" = no taint
   std::chrono::milliseconds streamGrace{40000};   // stream down this long: NotReady
   reflection::NamingStrategy naming = reflection::NamingStrategy::Default;
@@ -85,6 +90,8 @@ class VirtualKubelet {
   void onProviderEvent(const nlohmann::json& event, const std::string& originUid);
   void housekeeping(std::stop_token stop);
   bool resyncNow();
+  // Serving certificate by CSR, then the kubelet API server on nodeAddress:kubeletPort.
+  kube::Status startKubeletServer();
   void recordEvent(const nlohmann::json& remoteEvent, const std::string& originUid);
 
   kube::Client& local_;
@@ -95,6 +102,7 @@ class VirtualKubelet {
   std::unique_ptr<kube::Informer> pods_;
   std::unique_ptr<reflection::Reflector> reflector_;
   std::unique_ptr<NodeController> node_;
+  std::unique_ptr<KubeletServer> kubelet_;
 
   mutable std::mutex mu_;  // guards the fields below
   std::condition_variable_any cv_;

@@ -1,10 +1,6 @@
 // `strait demo` as a user runs it: non-interactively to completion (plain output, summary
 // table, nothing left behind), and with --keep explored by real kubectl, then stopped by
 // Ctrl-C. Each test checks by pid that no process the demo started is left.
-//
-// DISABLED_ until the consumer agent runs the virtual node and the reflection stream (issue 6,
-// being built): without them `strait demo` stops at "virtual node strait-cloud is absent".
-// Run them with --gtest_also_run_disabled_tests --gtest_filter='DemoTest.*'.
 #include "e2e/demo_support.h"
 
 namespace strait::e2e {
@@ -12,7 +8,7 @@ namespace {
 
 using namespace demo;
 
-TEST(DemoTest, DISABLED_RunsToCompletionWithPlainOutputAndLeavesNothing) {
+TEST(DemoTest, RunsToCompletionWithPlainOutputAndLeavesNothing) {
   TempDir tmp("strait-demo-test");
   std::string dir = tmp.file("demo");
   CommandResult r = runCommand(demoArgs(dir), {}, 400s);
@@ -44,7 +40,7 @@ TEST(DemoTest, DISABLED_RunsToCompletionWithPlainOutputAndLeavesNothing) {
   EXPECT_FALSE(exists(dir)) << "the demo folder was not removed";
 }
 
-TEST(DemoTest, DISABLED_KeepServesKubectlUntilCtrlC) {
+TEST(DemoTest, KeepServesKubectlUntilCtrlC) {
   TempDir tmp("strait-demo-test");
   std::string dir = tmp.file("demo");
   std::vector<std::string> argv = demoArgs(dir);

@@ -206,6 +206,21 @@ TEST_F(OffloadTest, A_OverflowPodsRunInTheCloudAndScaleDownAndDeleteLeaveItEmpty
   EXPECT_TRUE(tolerated) << one["spec"].dump();
   EXPECT_EQ(one["status"]["hostIP"], "127.0.0.1");
 
+  // kubectl logs and exec on an offloaded Pod: home API server -> the virtual node's kubelet
+  // API in the home agent -> the cloud agent -> the cloud's API server.
+  const std::string podName = one["metadata"].value("name", "");
+  CommandResult logs;
+  EXPECT_TRUE(waitFor([&] {
+    logs = kubectl(*home_, {"logs", "-n", "demo", podName});
+    return logs.exitCode == 0 && logs.out.find("started") != std::string::npos;
+  }, 30s)) << logs.describe() << diagnostics();
+  EXPECT_NE(logs.out.find("of pod demo-"), std::string::npos) << logs.out;  // the remote Pod's log
+  CommandResult ex = kubectl(*home_, {"exec", "-n", "demo", podName, "--", "echo", "hi"});
+  EXPECT_EQ(ex.exitCode, 0) << ex.describe();
+  EXPECT_EQ(ex.out, "hi\n") << ex.describe();
+  CommandResult fail = kubectl(*home_, {"exec", "-n", "demo", podName, "--", "sh", "-c", "exit 3"});
+  EXPECT_EQ(fail.exitCode, 3) << fail.describe();
+
   // Scale down: the cloud follows.
   ASSERT_EQ(kubectl(*home_, {"scale", "deployment", "web", "-n", "demo", "--replicas", "4"}).exitCode, 0);
   ASSERT_TRUE(waitFor([&] {

@@ -90,16 +90,20 @@ AgentProcess* TwoClusterTest::consumerAgent_ = nullptr;
 AgentProcess* TwoClusterTest::providerAgent_ = nullptr;
 std::string TwoClusterTest::startError_;
 std::vector<std::string> TwoClusterTest::providerArgs_;
+std::vector<std::string> TwoClusterTest::consumerAgentArgs_;
 
 std::vector<std::string> TwoClusterTest::agentArgs() {
   return {"--cert-ttl", "8s", "--heartbeat-interval", "200ms", "--lost-after", "1s",
           "--budget", "cpu=10,memory=20Gi,pods=200"};
 }
 
-void TwoClusterTest::SetUpTestSuiteWithProviderArgs(std::vector<std::string> providerArgs) {
+void TwoClusterTest::SetUpTestSuiteWithProviderArgs(std::vector<std::string> providerArgs,
+                                                    std::vector<std::string> consumerAgentArgs) {
   providerArgs_ = std::move(providerArgs);
+  consumerAgentArgs_ = std::move(consumerAgentArgs);
   SetUpTestSuite();
   providerArgs_.clear();
+  consumerAgentArgs_.clear();
 }
 
 void TwoClusterTest::SetUpTestSuite() {
@@ -114,7 +118,9 @@ void TwoClusterTest::SetUpTestSuite() {
     startError_ = providerAgent_->start(provider_->kubeconfig(), "provider", agentArgs());
   }
   if (startError_.empty()) {
-    startError_ = consumerAgent_->start(consumer_->kubeconfig(), "consumer", agentArgs());
+    std::vector<std::string> args = agentArgs();
+    args.insert(args.end(), consumerAgentArgs_.begin(), consumerAgentArgs_.end());
+    startError_ = consumerAgent_->start(consumer_->kubeconfig(), "consumer", args);
   }
 }
 

@@ -64,7 +64,9 @@ class TwoClusterTest : public ::testing::Test {
   static void TearDownTestSuite();
   // SetUpTestSuite with `strait minicluster` flags for the provider (e.g. --nodes 1 so that
   // its simulated kubelets run Pods).
-  static void SetUpTestSuiteWithProviderArgs(std::vector<std::string> providerArgs);
+  // `consumerAgentArgs` are added to the consumer agent's flags.
+  static void SetUpTestSuiteWithProviderArgs(std::vector<std::string> providerArgs,
+                                             std::vector<std::string> consumerAgentArgs = {});
 
  protected:
   void SetUp() override;
@@ -98,6 +100,7 @@ class TwoClusterTest : public ::testing::Test {
   static Minicluster* provider_;
   static AgentProcess* consumerAgent_;
   static AgentProcess* providerAgent_;
+  static std::vector<std::string> consumerAgentArgs_;
   static std::string startError_;
   static std::vector<std::string> providerArgs_;
   std::unique_ptr<TempDir> testDir_;
