@@ -389,10 +389,18 @@ TEST_F(VnodeStreamTest, PodBeyondTheGrantCarriesTheProvidersRefusal) {
 TEST_F(VnodeStreamTest, OrphanDeletedAfterResyncUsersOwnPodLeftAlone) {
   // Before the consumer connects: a remote Pod claiming a local origin that does not exist,
   // and a user's own Pod in the same namespace.
+  // The mapped namespace as an earlier reflection made it (owned by this consumer: the
+  // provider refuses to reflect into a same-named namespace it did not create).
   ASSERT_TRUE(cloud->create(res::kNamespaces, "",
                             {{"apiVersion", "v1"},
                              {"kind", "Namespace"},
-                             {"metadata", {{"name", kRemoteNs}}}})
+                             {"metadata",
+                              {{"name", kRemoteNs},
+                               {"labels",
+                                {{std::string(reflection::kLabelManagedBy),
+                                  std::string(reflection::kManagedByValue)},
+                                 {std::string(reflection::kLabelOriginClusterId), kConsumerId},
+                                 {std::string(reflection::kLabelOriginUid), "namespace"}}}}}})
                   .ok() ||
               cloud->get(res::kNamespaces, "", kRemoteNs).ok());
   json orphan = json::parse(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"orphan",
