@@ -12,6 +12,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "peering/grpc_auth.h"
 #include "peering/grpc_kubelet.h"
 #include "peering/grpc_status.h"
 #include "peering/transport.h"
@@ -20,42 +21,9 @@
 namespace strait::peering {
 namespace {
 
-Caller callerOf(grpc::ServerContext* ctx) {
-  Caller c;
-  c.address = ctx->peer();
-  std::shared_ptr<const grpc::AuthContext> auth = ctx->auth_context();
-  if (auth && auth->IsPeerAuthenticated()) {
-    std::vector<grpc::string_ref> cn = auth->FindPropertyValues("x509_common_name");
-    if (!cn.empty()) c.clusterId.assign(cn.front().data(), cn.front().size());
-  }
-  return c;
-}
-
-// Runs `fn`, turning an escaped exception into INTERNAL: a bad message must never take the
-// agent down.
-template <class Fn>
-grpc::Status guarded(const char* method, Fn&& fn) {
-  try {
-    return toGrpc(fn());
-  } catch (const std::exception& e) {
-    spdlog::error("event=rpc_exception method={} error=\"{}\"", method, e.what());
-    return grpc::Status(grpc::StatusCode::INTERNAL, std::string(method) + ": internal error");
-  }
-}
-
-// Runs `fn` for an authenticated caller, or refuses.
-template <class Fn>
-grpc::Status authenticated(grpc::ServerContext* ctx, const char* method, Fn&& fn) {
-  Caller caller = callerOf(ctx);
-  if (caller.clusterId.empty()) {
-    spdlog::warn("event=rpc_refused method={} peer={} reason=no_client_certificate", method,
-                 caller.address);
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        std::string(method) + " requires a client certificate from this "
-                                              "cluster's CA (peer first)");
-  }
-  return guarded(method, [&] { return fn(caller); });
-}
+using grpcauth::authenticated;
+using grpcauth::callerOf;
+using grpcauth::guarded;
 
 // The server end of Reflection.Stream. gRPC allows one reader and one writer at a time on a
 // sync stream; writes are serialized here, reads are the handler's one reader thread.
