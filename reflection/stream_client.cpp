@@ -195,13 +195,25 @@ void StreamClient::handle(const StreamMessage& m) {
       it->second->result = m.replyResult();
       it->second->done = true;
       it->second->cv.notify_all();
-      // Only an APPLY's answer refreshes the cache: a DELETE's (the Pod still terminating)
+      // Only an APPLY's answer replaces the cached Pod: a DELETE's (the Pod still terminating)
       // may arrive after the GONE that followed it and would bring the Pod back.
       if (it->second->request == StreamMessageType::Apply && m.kind == "Pod" && !m.error &&
           m.object.is_object()) {
         const std::string key = m.ns + "/" + m.name;
         auto cur = remotePods_.find(key);
         if (cur == remotePods_.end() || notOlder(m.object, cur->second)) remotePods_[key] = m.object;
+      }
+      // A DELETE's answer only marks a Pod still cached as terminating (never re-adds one):
+      // a worker handling the Pod again before the provider's STATUS must not delete it twice.
+      if (it->second->request == StreamMessageType::Delete && m.kind == "Pod" && !m.error &&
+          m.object.is_object() && kube::isBeingDeleted(m.object)) {
+        auto cur = remotePods_.find(m.ns + "/" + m.name);
+        if (cur != remotePods_.end() && kube::getUid(cur->second) == kube::getUid(m.object) &&
+            !kube::isBeingDeleted(cur->second)) {
+          for (const char* f : {"deletionTimestamp", "deletionGracePeriodSeconds"}) {
+            if (m.object["metadata"].contains(f)) cur->second["metadata"][f] = m.object["metadata"][f];
+          }
+        }
       }
       return;
     }

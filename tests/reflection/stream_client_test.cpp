@@ -140,7 +140,21 @@ class FakeProvider {
           send(s, StreamMessage::reply(m->seq, stored));
         }
       } else if (m->type == StreamMessageType::Delete) {
-        send(s, StreamMessage::reply(m->seq, json()));
+        // Names starting "term": the Pod is terminating (its object comes back); "gone": the
+        // same, but its GONE overtakes the answer.
+        json answer;
+        if (m->name.rfind("term", 0) == 0 || m->name.rfind("gone", 0) == 0) {
+          answer = pod(m->name, std::to_string(++rv));
+          answer["metadata"]["uid"] = "r-" + m->name;
+          answer["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+          answer["metadata"]["deletionGracePeriodSeconds"] = 1;
+        }
+        if (m->name.rfind("gone", 0) == 0) {
+          StreamMessage g = StreamMessage::remove("Pod", m->ns, m->name, m->originUid, std::nullopt);
+          g.type = StreamMessageType::Gone;
+          send(s, g);
+        }
+        send(s, StreamMessage::reply(m->seq, answer));
       } else if (m->type == StreamMessageType::Get) {
         send(s, StreamMessage::reply(m->seq, kube::makeError(kube::Code::NotFound, "no such object")));
       }
@@ -232,6 +246,26 @@ TEST_F(StreamClientTest, StatusAndGoneKeepTheRemoteCacheAndNameTheLocalPod) {
   // Other kinds are asked for.
   EXPECT_EQ(client_->get("ConfigMap", kRemoteNs, "conf").code(), kube::Code::NotFound);
   EXPECT_EQ(provider_.count("GET"), 1);
+}
+
+TEST_F(StreamClientTest, ADeleteAnswerMarksTheCachedPodTerminatingAndNeverBringsItBack) {
+  json a = pod("term-a", "5"), b = pod("gone-b", "6");
+  a["metadata"]["uid"] = "r-term-a";
+  b["metadata"]["uid"] = "r-gone-b";
+  provider_.setInitialPods({a, b});
+  client_ = std::make_unique<StreamClient>(options());
+  client_->start();
+  ASSERT_TRUE(waitUntil([&] { return client_->remoteSynced(); }));
+  // A worker handling the Pod again before the provider's STATUS sees it terminating (and
+  // does not delete it a second time).
+  ASSERT_TRUE(client_->remove(StreamMessage::remove("Pod", kRemoteNs, "term-a", "uid-term-a", 1)).ok());
+  auto got = client_->get("Pod", kRemoteNs, "term-a");
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_TRUE(kube::isBeingDeleted(*got)) << got->dump();
+  EXPECT_EQ((*got)["metadata"]["deletionGracePeriodSeconds"], 1);
+  // An answer arriving after the GONE does not bring the Pod back.
+  ASSERT_TRUE(client_->remove(StreamMessage::remove("Pod", kRemoteNs, "gone-b", "uid-gone-b", 1)).ok());
+  EXPECT_EQ(client_->get("Pod", kRemoteNs, "gone-b").code(), kube::Code::NotFound);
 }
 
 TEST_F(StreamClientTest, PodsAreUnavailableUntilTheInitialListArrived) {
