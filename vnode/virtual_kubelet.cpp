@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <set>
 
 #include "kube/informer.h"
@@ -111,7 +112,10 @@ kube::Status VirtualKubelet::start() {
   so.onMessage = [this] { health_->onMessage(); };
   so.onDisconnected = [this](const kube::Status& why) {
     health_->onDisconnected();
-    spdlog::warn("event=reflection_stream_down node={} error=\"{}\"", nodeName_,
+    // The totals are final for the connection that ended: nothing is sent while down.
+    reflection::StreamCounters c = stream_->counters();
+    spdlog::warn("event=reflection_stream_down node={} applies={} deletes={} error=\"{}\"",
+                 nodeName_, c.applies, c.deletes,
                  why.ok() ? std::string("closed") : why.error().message);
   };
   so.onRemoteChange = [this](const std::string& key) { (void)reflector_->enqueue("Pod", key); };
@@ -256,11 +260,29 @@ bool VirtualKubelet::resyncNow() {
   return true;
 }
 
+void VirtualKubelet::logCountersIfChanged() {
+  const reflection::StreamCounters c = stream_->counters();
+  const std::array<uint64_t, 3> now = {c.applies, c.deletes, c.errors};
+  if (now == loggedCounters_) return;
+  loggedCounters_ = now;
+  spdlog::info("event=stream_counters node={} connections={} applies={} deletes={} errors={} "
+               "messages_out={} bytes_out={} messages_in={} bytes_in={}",
+               nodeName_, stream_->connections(), c.applies, c.deletes, c.errors, c.messagesOut,
+               c.bytesOut, c.messagesIn, c.bytesIn);
+}
+
 void VirtualKubelet::housekeeping(std::stop_token stop) {
   std::unique_lock<std::mutex> l(mu_);
+  auto nextCounters = std::chrono::steady_clock::now() + 1s;
   while (!stop.stop_requested()) {
     cv_.wait_for(l, stop, 100ms, [&] { return !events_.empty(); });
     if (stop.stop_requested()) break;
+    if (std::chrono::steady_clock::now() >= nextCounters) {
+      nextCounters = std::chrono::steady_clock::now() + 1s;
+      l.unlock();
+      logCountersIfChanged();
+      l.lock();
+    }
     while (!events_.empty()) {
       auto [ev, uid] = std::move(events_.front());
       events_.pop_front();

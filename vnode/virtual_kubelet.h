@@ -18,6 +18,7 @@
 // Constructor does no I/O and starts no thread; start() does. Thread-safe: start/stop from
 // one thread (the manager's); callbacks from the stream's and informer's threads.
 
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -93,6 +94,9 @@ class VirtualKubelet {
   // Serving certificate by CSR, then the kubelet API server on nodeAddress:kubeletPort.
   kube::Status startKubeletServer();
   void recordEvent(const nlohmann::json& remoteEvent, const std::string& originUid);
+  // Logs event=stream_counters when APPLY/DELETE/error totals changed (housekeeping thread,
+  // at most once a second), so what a reconnection re-sent can be read from the log.
+  void logCountersIfChanged();
 
   kube::Client& local_;
   const VirtualKubeletOptions opts_;
@@ -110,6 +114,7 @@ class VirtualKubelet {
   uint64_t resyncs_ = 0;
   std::deque<std::pair<nlohmann::json, std::string>> events_;  // (event, origin uid)
   bool started_ = false;
+  std::array<uint64_t, 3> loggedCounters_{};  // housekeeping thread only
   std::jthread thread_;  // housekeeping: resync and event recording
 };
 
