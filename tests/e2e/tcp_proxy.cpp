@@ -50,7 +50,7 @@ void TcpProxy::pump(int client) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(upstreamPort_);
+  a.sin_port = htons(upstreamPort_.load());
   bool ok = up >= 0 && connect(up, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
   if (ok) {
     std::lock_guard<std::mutex> lock(mu_);

@@ -17,6 +17,8 @@ namespace strait::e2e {
 
 class TcpProxy {
  public:
+  // `upstreamPort` 0: set it with setUpstreamPort() before the first connection (when the
+  // upstream must be told the proxy's port before it starts).
   explicit TcpProxy(uint16_t upstreamPort) : upstreamPort_(upstreamPort) {}
   ~TcpProxy() { stop(); }
   TcpProxy(const TcpProxy&) = delete;
@@ -25,6 +27,8 @@ class TcpProxy {
   // Binds and starts accepting; "" or the error.
   std::string start();
   uint16_t port() const { return port_; }
+  // Connections accepted from now on go to `upstreamPort`.
+  void setUpstreamPort(uint16_t upstreamPort) { upstreamPort_ = upstreamPort; }
   // Closes all open connections; new ones are closed at once until resume().
   void cut();
   void resume();
@@ -38,7 +42,7 @@ class TcpProxy {
   void acceptLoop();
   void pump(int client);
 
-  const uint16_t upstreamPort_;
+  std::atomic<uint16_t> upstreamPort_;
   uint16_t port_ = 0;
   int listenFd_ = -1;
   std::atomic<bool> stopping_{false};

@@ -1,0 +1,476 @@
+// Issue 6 "Safety" with real processes: two `strait minicluster` ("home" and "cloud"), a
+// `strait agent` on each, `strait peer` and `strait offload namespace part`, where the home
+// agent reaches the cloud agent only through a TcpProxy (the cloud agent advertises the
+// proxy's port) that a test cuts and heals. The virtual node's stream grace is kGrace.
+//  - a partition shorter than the grace: the node stays Ready, local Pods stay Running, the
+//    remote Pods keep their uids; what changed meanwhile (one Pod created, one deleted) is
+//    synced afterwards and nothing else is re-sent (the home agent's stream counters);
+//  - a longer one: the node turns NotReady (ReflectionStreamDown), the home cluster's node
+//    lifecycle controller taints it not-ready:NoExecute and evicts the Pods that tolerate
+//    that for a few seconds only, while those tolerating it forever stay; after the heal the
+//    remote Pods of the evicted ones are deleted, the others are untouched (same uids), and
+//    the ReplicaSet's replacements run in the cloud.
+// Each test sets up what it needs on top of the suite's clusters (ctest runs each test in a
+// process of its own) and measures its timings, printed with the load average.
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "e2e/cluster_fixture.h"
+#include "e2e/peering_fixture.h"
+#include "e2e/tcp_proxy.h"
+#include "kube/client.h"
+#include "kube/kubeconfig.h"
+#include "kube/object.h"
+
+namespace strait::e2e {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+namespace res = kube::resources;
+
+constexpr const char* kNs = "part";
+constexpr const char* kNode = "strait-cloud";
+constexpr auto kGrace = 8s;  // the home agent's --vnode-stream-grace
+
+std::unique_ptr<kube::Client> clientFor(const std::string& kubeconfig) {
+  auto cfg = kube::loadKubeconfig({{kubeconfig}, ""});
+  if (!cfg.ok()) return nullptr;
+  auto c = kube::newClient(*cfg);
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+// The integer `key=` of the last line of `log` holding `event=<event>` at or after `from`;
+// -1 when there is none.
+int64_t lastField(const std::string& log, const std::string& event, const std::string& key,
+                  size_t from = 0) {
+  size_t at = log.rfind("event=" + event + " ");
+  if (at == std::string::npos || at < from) return -1;
+  size_t end = log.find('\n', at);
+  std::string line = log.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  size_t p = line.find(" " + key + "=");
+  if (p == std::string::npos) return -1;
+  return std::strtoll(line.c_str() + p + key.size() + 2, nullptr, 10);
+}
+
+size_t countOf(const std::string& log, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) ++n;
+  return n;
+}
+
+std::string loadAverage() {
+  std::string s = readFile("/proc/loadavg");
+  size_t end = 0;
+  for (int i = 0; i < 3 && end != std::string::npos; ++i) end = s.find(' ', end + 1);
+  return s.substr(0, end);
+}
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+class OffloadPartitionTest : public ::testing::Test {
+ public:
+  static void SetUpTestSuite() {
+    home_ = new Minicluster();
+    cloud_ = new Minicluster();
+    homeAgent_ = new AgentProcess();
+    cloudAgent_ = new AgentProcess();
+    proxy_ = new TcpProxy(0);
+    error_ = setUpClusters();
+  }
+  static std::string setUpClusters() {
+    if (std::string e = home_->start("home", 60s, {"--nodes", "1"}); !e.empty()) return e;
+    std::string e = cloud_->start("cloud", 60s, {"--nodes", "2", "--node-cpu", "8",
+                                                 "--node-memory", "32Gi"});
+    if (!e.empty()) return e;
+    if (e = proxy_->start(); !e.empty()) return "proxy: " + e;
+    const std::vector<std::string> common = {"--heartbeat-interval", "300ms", "--lost-after",
+                                             "3s", "--kubelet-port", "0"};
+    std::vector<std::string> cloudArgs = common;
+    cloudArgs.insert(cloudArgs.end(), {"--share", "1", "--stream-keepalive", "500ms",
+                                       "--advertise",
+                                       "127.0.0.1:" + std::to_string(proxy_->port())});
+    if (e = cloudAgent_->start(cloud_->kubeconfig(), "cloud", cloudArgs); !e.empty()) return e;
+    // The proxy forwards to the port the cloud agent bound (its agent_started line).
+    int64_t port = lastField(cloudAgent_->logs(), "agent_started", "port");
+    if (port <= 0) return "no port in the cloud agent's log:\n" + cloudAgent_->logs();
+    proxy_->setUpstreamPort(static_cast<uint16_t>(port));
+    std::vector<std::string> homeArgs = common;
+    homeArgs.insert(homeArgs.end(), {"--vnode-stream-grace", "8s"});
+    if (e = homeAgent_->start(home_->kubeconfig(), "home", homeArgs); !e.empty()) return e;
+
+    CommandResult p = runCommand({straitBinary(), "peer", "--kubeconfig", home_->kubeconfig(),
+                                  "--remote-kubeconfig", cloud_->kubeconfig(), "--cpu", "8",
+                                  "--memory", "16Gi", "--pods", "50"},
+                                 {}, 120s);
+    if (p.exitCode != 0) return "peer: " + p.describe();
+    auto home = clientFor(home_->kubeconfig());
+    if (!home) return "no client for home";
+    if (!waitFor([&] { return nodeReady(*home).first == "True"; }, 60s)) {
+      return "virtual node not Ready:\n" + homeAgent_->logs();
+    }
+    auto ns = home->create(res::kNamespaces, "",
+                           {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", kNs}}}});
+    if (!ns.ok()) return "namespace: " + ns.error().message;
+    CommandResult off = runCommand(
+        {straitBinary(), "offload", "namespace", kNs, "--kubeconfig", home_->kubeconfig()}, {},
+        120s);
+    if (off.exitCode != 0) return "offload: " + off.describe();
+    auto cm = home->get(res::kConfigMaps, "strait-system", "strait-agent");
+    if (!cm.ok()) return "strait-agent ConfigMap: " + cm.error().message;
+    remoteNs_ = std::string(kNs) + "-" + cm->value("/data/clusterID"_json_pointer, std::string());
+    return "";
+  }
+  static void TearDownTestSuite() {
+    delete homeAgent_;
+    delete cloudAgent_;
+    delete proxy_;
+    delete home_;
+    delete cloud_;
+    homeAgent_ = cloudAgent_ = nullptr;
+    proxy_ = nullptr;
+    home_ = cloud_ = nullptr;
+  }
+
+  // The virtual node's Ready (status, reason); ("", "") when it cannot be read.
+  static std::pair<std::string, std::string> nodeReady(kube::Client& c) {
+    auto node = c.get(res::kNodes, "", kNode);
+    if (!node.ok()) return {};
+    for (const json& cond : node->value("/status/conditions"_json_pointer, json::array())) {
+      if (cond.value("type", "") == "Ready") {
+        return {cond.value("status", ""), cond.value("reason", "")};
+      }
+    }
+    return {};
+  }
+
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(error_, "") << error_;
+    dir_ = std::make_unique<TempDir>("strait-partition-test");
+    home = clientFor(home_->kubeconfig());
+    cloud = clientFor(cloud_->kubeconfig());
+    ASSERT_TRUE(home && cloud);
+    proxy_->resume();  // whatever an earlier test left
+  }
+
+  // kubectl against home with a fresh cache dir.
+  CommandResult kubectl(const std::vector<std::string>& args, const std::string& stdinText = "") {
+    std::vector<std::string> argv = {"kubectl", "--kubeconfig", home_->kubeconfig()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Env env = {{"KUBECACHEDIR", dir_->path() + "/kcache" + std::to_string(++kubectlRuns_)},
+               {"HOME", dir_->path()}};
+    return runCommand(argv, env, 60s, stdinText);
+  }
+
+  // Local Pods of namespace part with label `selector`, by name.
+  std::map<std::string, json> localPods(const std::string& selector) {
+    kube::ListOptions o;
+    o.labelSelector = selector;
+    std::map<std::string, json> out;
+    auto l = home->list(res::kPods, kNs, o);
+    if (!l.ok()) return out;
+    for (const json& p : l->value("items", json::array())) out[kube::getName(p)] = p;
+    return out;
+  }
+  // Remote Pods in the mapped namespace, by origin uid.
+  std::map<std::string, json> remotePods() {
+    std::map<std::string, json> out;
+    auto l = cloud->list(res::kPods, remoteNs_);
+    if (!l.ok()) return out;
+    for (const json& p : l->value("items", json::array())) {
+      out[kube::getLabels(p)["strait.io/origin-uid"]] = p;
+    }
+    return out;
+  }
+  static std::string phase(const json& p) {
+    return p.value("/status/phase"_json_pointer, std::string());
+  }
+  static bool runningWithIp(const json& p) {
+    return phase(p) == "Running" && !p.value("/status/podIP"_json_pointer, std::string()).empty();
+  }
+  // Every local Pod matching `selector` runs (with an IP) on the virtual node, none is
+  // terminating, there are `n`, and each has exactly one Running remote Pod.
+  bool allRunningBothSides(const std::string& selector, size_t n) {
+    std::map<std::string, json> local = localPods(selector);
+    if (local.size() != n) return false;
+    std::map<std::string, json> remote = remotePods();
+    for (const auto& [name, p] : local) {
+      if (kube::isBeingDeleted(p) || !runningWithIp(p)) return false;
+      if (p.value("/spec/nodeName"_json_pointer, std::string()) != kNode) return false;
+      auto r = remote.find(kube::getUid(p));
+      if (r == remote.end() || phase(r->second) != "Running") return false;
+    }
+    return true;
+  }
+  bool hasTaint(const std::string& key, const std::string& effect) {
+    auto node = home->get(res::kNodes, "", kNode);
+    if (!node.ok()) return false;
+    for (const json& t : node->value("/spec/taints"_json_pointer, json::array())) {
+      if (t.value("key", "") == key && t.value("effect", "") == effect) return true;
+    }
+    return false;
+  }
+  std::string diagnostics() {
+    auto tail = [](const std::string& s) { return s.size() > 8000 ? s.substr(s.size() - 8000) : s; };
+    auto node = home->get(res::kNodes, "", kNode);
+    return "\n--- node ---\n" + (node.ok() ? node->dump() : node.error().message) +
+           "\n--- home agent ---\n" + tail(homeAgent_->logs()) + "\n--- cloud agent ---\n" +
+           tail(cloudAgent_->logs());
+  }
+
+  // A Pod (or a Pod template) pinned to the virtual node, 100m.
+  static json podSpec(const json& extraTolerations = json::array()) {
+    return {{"terminationGracePeriodSeconds", 1},
+            {"nodeSelector", {{"kubernetes.io/hostname", kNode}}},
+            {"tolerations", extraTolerations},
+            {"containers",
+             {{{"name", "app"},
+               {"image", "nginx:1.27"},
+               {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "32Mi"}}}}}}}}};
+  }
+  static std::string pod(const std::string& name, const std::string& group) {
+    json p = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", name}, {"namespace", kNs}, {"labels", {{"group", group}}}}},
+              {"spec", podSpec()}};
+    return p.dump();
+  }
+  // A Deployment whose Pods tolerate not-ready and unreachable (NoExecute) for `seconds`
+  // (forever when negative).
+  static std::string deployment(const std::string& name, int replicas, int seconds) {
+    json tolerations = json::array();
+    for (const char* key : {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}) {
+      json t = {{"key", key}, {"operator", "Exists"}, {"effect", "NoExecute"}};
+      if (seconds >= 0) t["tolerationSeconds"] = seconds;
+      tolerations.push_back(t);
+    }
+    json d = {{"apiVersion", "apps/v1"},
+              {"kind", "Deployment"},
+              {"metadata", {{"name", name}, {"namespace", kNs}}},
+              {"spec",
+               {{"replicas", replicas},
+                {"selector", {{"matchLabels", {{"app", name}}}}},
+                {"template",
+                 {{"metadata", {{"labels", {{"app", name}, {"group", "long"}}}}},
+                  {"spec", podSpec(tolerations)}}}}}};
+    return d.dump();
+  }
+
+  static Minicluster* home_;
+  static Minicluster* cloud_;
+  static AgentProcess* homeAgent_;
+  static AgentProcess* cloudAgent_;
+  static TcpProxy* proxy_;
+  static std::string error_;
+  static std::string remoteNs_;
+  std::unique_ptr<TempDir> dir_;
+  std::unique_ptr<kube::Client> home, cloud;
+  int kubectlRuns_ = 0;
+};
+
+Minicluster* OffloadPartitionTest::home_ = nullptr;
+Minicluster* OffloadPartitionTest::cloud_ = nullptr;
+AgentProcess* OffloadPartitionTest::homeAgent_ = nullptr;
+AgentProcess* OffloadPartitionTest::cloudAgent_ = nullptr;
+TcpProxy* OffloadPartitionTest::proxy_ = nullptr;
+std::string OffloadPartitionTest::error_;
+std::string OffloadPartitionTest::remoteNs_;
+
+TEST_F(OffloadPartitionTest, ShortPartitionKeepsPodsAndSyncsOnlyTheDifference) {
+  const std::vector<std::string> names = {"short-1", "short-2", "short-3", "short-4"};
+  for (const std::string& n : names) {
+    CommandResult r = kubectl({"apply", "-f", "-"}, pod(n, "short"));
+    ASSERT_EQ(r.exitCode, 0) << r.describe();
+  }
+  ASSERT_TRUE(waitFor([&] { return allRunningBothSides("group=short", 4); }, 120s))
+      << diagnostics();
+  std::map<std::string, json> remoteBefore = remotePods();
+  std::map<std::string, json> localBefore = localPods("group=short");
+
+  // Cut. The home agent notices at once (the proxy closes the connections) and logs the
+  // stream's APPLY/DELETE totals, final for the connection that ended.
+  const std::string downLine = "event=reflection_stream_down";
+  const size_t downsBefore = countOf(homeAgent_->logs(), downLine);
+  const size_t logMark = homeAgent_->logs().size();
+  const size_t createdMark = cloudAgent_->logs().size();
+  const auto cutAt = Clock::now();
+  proxy_->cut();
+  ASSERT_TRUE(waitFor([&] { return countOf(homeAgent_->logs(), downLine) > downsBefore; }, 30s))
+      << diagnostics();
+  const int64_t applies0 = lastField(homeAgent_->logs(), "reflection_stream_down", "applies", logMark);
+  const int64_t deletes0 = lastField(homeAgent_->logs(), "reflection_stream_down", "deletes", logMark);
+  ASSERT_GE(applies0, 4) << diagnostics();
+
+  // Meanwhile at home: one new Pod (bound to the still Ready virtual node), one deleted.
+  CommandResult created = kubectl({"apply", "-f", "-"}, pod("short-5", "short"));
+  ASSERT_EQ(created.exitCode, 0) << created.describe();
+  CommandResult deleted = kubectl({"delete", "pod", "short-4", "-n", kNs, "--wait=false"});
+  ASSERT_EQ(deleted.exitCode, 0) << deleted.describe();
+  EXPECT_EQ(nodeReady(*home).first, "True");
+  for (const std::string& n : {"short-1", "short-2", "short-3"}) {
+    auto p = home->get(res::kPods, kNs, n);
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(phase(*p), "Running") << n;
+  }
+  const auto cutFor = Clock::now() - cutAt;
+  // Only meaningful while shorter than the grace (a very slow machine would fail here).
+  ASSERT_LT(cutFor, kGrace - 2s) << "the cut lasted " << seconds(cutFor) << " s";
+
+  // Heal: the difference is synced.
+  const size_t resyncsBefore = countOf(homeAgent_->logs(), "event=resync_done ");
+  const auto healAt = Clock::now();
+  proxy_->resume();
+  ASSERT_TRUE(waitFor([&] { return countOf(homeAgent_->logs(), "event=resync_done ") > resyncsBefore; },
+                      60s))
+      << diagnostics();
+  const auto resyncAt = Clock::now();
+  const std::string deletedUid = kube::getUid(localBefore["short-4"]);
+  ASSERT_TRUE(waitFor([&] {
+    return allRunningBothSides("group=short", 4) && localPods("group=short").count("short-5") &&
+           remotePods().count(deletedUid) == 0;
+  }, 60s)) << diagnostics();
+  const auto syncedAt = Clock::now();
+
+  // The node never went NotReady, and the three untouched Pods are the same remote Pods,
+  // not even updated.
+  EXPECT_EQ(homeAgent_->logs().find("event=vnode_ready_changed node=strait-cloud ready=False",
+                                    logMark),
+            std::string::npos)
+      << diagnostics();
+  std::map<std::string, json> remoteAfter = remotePods();
+  for (const std::string& n : {"short-1", "short-2", "short-3"}) {
+    const std::string uid = kube::getUid(localBefore[n]);
+    ASSERT_TRUE(remoteAfter.count(uid)) << n;
+    EXPECT_EQ(kube::getUid(remoteAfter[uid]), kube::getUid(remoteBefore[uid])) << n;
+    EXPECT_EQ(remoteAfter[uid].value("/metadata/resourceVersion"_json_pointer, std::string()),
+              remoteBefore[uid].value("/metadata/resourceVersion"_json_pointer, std::string()))
+        << n;
+  }
+  // Only the difference went on the stream: short-5's APPLY (a lost reply may add one retry)
+  // and short-4's DELETE; the cloud agent created only short-5.
+  int64_t applies = -1, deletes = -1;
+  ASSERT_TRUE(waitFor([&] {
+    std::string log = homeAgent_->logs();
+    applies = lastField(log, "stream_counters", "applies", logMark);
+    deletes = lastField(log, "stream_counters", "deletes", logMark);
+    return applies >= applies0 + 1 && deletes >= deletes0 + 1;
+  }, 30s)) << "applies=" << applies << " deletes=" << deletes << diagnostics();
+  EXPECT_LE(applies - applies0, 2) << diagnostics();
+  EXPECT_EQ(deletes - deletes0, 1) << diagnostics();
+  const std::string cloudLog = cloudAgent_->logs().substr(createdMark);
+  EXPECT_EQ(countOf(cloudLog, "event=remote_created kind=Pod"), 1u) << cloudLog;
+  EXPECT_NE(cloudLog.find("name=short-5 "), std::string::npos) << cloudLog;
+
+  std::printf("short partition: cut %.1f s (grace %lld s), heal->resync %.1f s, heal->synced "
+              "%.1f s, applies after heal %lld, deletes %lld, load %s\n",
+              seconds(cutFor), static_cast<long long>(kGrace.count()), seconds(resyncAt - healAt),
+              seconds(syncedAt - healAt), static_cast<long long>(applies - applies0),
+              static_cast<long long>(deletes - deletes0), loadAverage().c_str());
+  RecordProperty("heal_to_synced_ms", static_cast<int>(seconds(syncedAt - healAt) * 1000));
+  (void)kubectl({"delete", "pods", "-n", kNs, "-l", "group=short", "--wait=false"});
+}
+
+TEST_F(OffloadPartitionTest, LongPartitionMakesNodeNotReadyAndEvictsPerTolerations) {
+  for (const auto& [name, secs] : {std::pair{"tolerant", -1}, std::pair{"brief", 2}}) {
+    CommandResult r = kubectl({"apply", "-f", "-"}, deployment(name, 2, secs));
+    ASSERT_EQ(r.exitCode, 0) << r.describe();
+  }
+  ASSERT_TRUE(waitFor([&] {
+    return allRunningBothSides("app=tolerant", 2) && allRunningBothSides("app=brief", 2);
+  }, 120s)) << diagnostics();
+  std::map<std::string, json> tolerant = localPods("app=tolerant");
+  std::map<std::string, json> brief = localPods("app=brief");
+  std::map<std::string, json> remoteBefore = remotePods();
+  const size_t logMark = homeAgent_->logs().size();
+
+  // Cut for longer than the grace.
+  const auto cutAt = Clock::now();
+  proxy_->cut();
+  std::pair<std::string, std::string> ready;
+  ASSERT_TRUE(waitFor([&] {
+    ready = nodeReady(*home);
+    return ready.first == "False" || ready.first == "Unknown";
+  }, kGrace + 60s)) << diagnostics();
+  const auto notReadyAt = Clock::now();
+  EXPECT_EQ(ready.first, "False");  // the virtual kubelet still posts (Lease and status)
+  EXPECT_EQ(ready.second, "ReflectionStreamDown");
+  EXPECT_GE(notReadyAt - cutAt, kGrace - 1s);
+  ASSERT_TRUE(waitFor([&] { return hasTaint("node.kubernetes.io/not-ready", "NoExecute"); }, 30s))
+      << diagnostics();
+  const auto taintedAt = Clock::now();
+
+  // The taint manager evicts the brief Pods after their 2 s; the ReplicaSet replaces them
+  // (Pending: the only node they select is tainted not-ready:NoSchedule).
+  auto evicted = [&](const std::string& name) {
+    auto p = home->get(res::kPods, kNs, name);
+    return !p.ok() || kube::isBeingDeleted(*p);
+  };
+  ASSERT_TRUE(waitFor([&] {
+    for (const auto& [name, p] : brief) {
+      if (!evicted(name)) return false;
+    }
+    return true;
+  }, 60s)) << diagnostics();
+  const auto evictedAt = Clock::now();
+  ASSERT_TRUE(waitFor([&] {
+    size_t replacements = 0;
+    for (const auto& [name, p] : localPods("app=brief")) {
+      if (!brief.count(name) && !kube::isBeingDeleted(p)) ++replacements;
+    }
+    return replacements == 2;
+  }, 60s)) << diagnostics();
+  // The tolerant ones stay, Running; nothing was deleted in the cloud while cut off.
+  for (const auto& [name, p] : tolerant) {
+    auto now = home->get(res::kPods, kNs, name);
+    ASSERT_TRUE(now.ok()) << name;
+    EXPECT_FALSE(kube::isBeingDeleted(*now)) << name;
+    EXPECT_EQ(phase(*now), "Running") << name;
+  }
+  EXPECT_EQ(remotePods().size(), remoteBefore.size());
+
+  // Heal: Ready again, the taints go, the evicted Pods' remote copies are deleted (their
+  // origin is gone), the tolerant ones' are the same, the replacements run in the cloud.
+  const auto healAt = Clock::now();
+  proxy_->resume();
+  ASSERT_TRUE(waitFor([&] { return nodeReady(*home).first == "True"; }, 60s)) << diagnostics();
+  const auto readyAt = Clock::now();
+  ASSERT_TRUE(waitFor([&] {
+    std::map<std::string, json> remote = remotePods();
+    for (const auto& [name, p] : brief) {
+      if (remote.count(kube::getUid(p)) || home->get(res::kPods, kNs, name).ok()) return false;
+    }
+    return allRunningBothSides("app=brief", 2) && allRunningBothSides("app=tolerant", 2);
+  }, 120s)) << diagnostics();
+  const auto syncedAt = Clock::now();
+  EXPECT_FALSE(hasTaint("node.kubernetes.io/not-ready", "NoExecute"));
+  EXPECT_FALSE(hasTaint("node.kubernetes.io/not-ready", "NoSchedule"));
+  std::map<std::string, json> remoteAfter = remotePods();
+  for (const auto& [name, p] : tolerant) {
+    const std::string uid = kube::getUid(p);
+    ASSERT_TRUE(remoteAfter.count(uid)) << name;
+    EXPECT_EQ(kube::getUid(remoteAfter[uid]), kube::getUid(remoteBefore[uid])) << name;
+  }
+  EXPECT_NE(homeAgent_->logs().find("event=vnode_ready_changed node=strait-cloud ready=False "
+                                    "reason=ReflectionStreamDown",
+                                    logMark),
+            std::string::npos);
+
+  std::printf("long partition: cut->NotReady %.1f s (grace %lld s), cut->tainted %.1f s, "
+              "cut->evicted %.1f s (tolerationSeconds 2), heal->Ready %.1f s, heal->synced %.1f s, "
+              "load %s\n",
+              seconds(notReadyAt - cutAt), static_cast<long long>(kGrace.count()),
+              seconds(taintedAt - cutAt), seconds(evictedAt - cutAt), seconds(readyAt - healAt),
+              seconds(syncedAt - healAt), loadAverage().c_str());
+  RecordProperty("cut_to_not_ready_ms", static_cast<int>(seconds(notReadyAt - cutAt) * 1000));
+  RecordProperty("heal_to_ready_ms", static_cast<int>(seconds(readyAt - healAt) * 1000));
+  RecordProperty("heal_to_synced_ms", static_cast<int>(seconds(syncedAt - healAt) * 1000));
+  (void)kubectl({"delete", "deployments", "tolerant", "brief", "-n", kNs, "--wait=false"});
+}
+
+}  // namespace
+}  // namespace strait::e2e
