@@ -222,27 +222,45 @@ kube::Result<std::vector<std::string>> unpeer(kube::Client& consumer, const Unpe
   const std::string vnode = "strait-" + name;
   auto deadline = std::chrono::steady_clock::now() + req.timeout;
 
-  // 1. Cordon the virtual node, then look for offloaded pods.
-  kube::Result<json> node = consumer.get(kube::resources::kNodes, "", vnode);
-  if (node.ok()) {
-    (void)consumer.patch(kube::resources::kNodes, "", vnode, kube::PatchType::Merge,
-                         json{{"spec", {{"unschedulable", true}}}});
-    lines.push_back("cordoned node " + vnode);
-  }
+  // 1. Offloaded pods: refused without --drain, leaving the virtual node as it was; with
+  // --drain the node is cordoned first (so replacements stay home), then they are evicted.
   kube::ListOptions onNode;
   onNode.fieldSelector = "spec.nodeName=" + vnode + ",status.phase!=Succeeded,status.phase!=Failed";
-  kube::Result<json> pods = consumer.list(kube::resources::kPods, "", onNode);
-  if (pods.ok() && !pods->value("items", json::array()).empty()) {
-    std::vector<std::pair<std::string, std::string>> offloaded;
-    for (const json& p : (*pods)["items"]) {
-      offloaded.emplace_back(p.value("/metadata/namespace"_json_pointer, std::string()),
-                             p.value("/metadata/name"_json_pointer, std::string()));
+  auto offloadedPods = [&]() -> std::vector<std::pair<std::string, std::string>> {
+    std::vector<std::pair<std::string, std::string>> out;
+    kube::Result<json> pods = consumer.list(kube::resources::kPods, "", onNode);
+    if (!pods.ok()) return out;
+    for (const json& p : pods->value("items", json::array())) {
+      out.emplace_back(p.value("/metadata/namespace"_json_pointer, std::string()),
+                       p.value("/metadata/name"_json_pointer, std::string()));
     }
+    return out;
+  };
+  auto refuse = [&](const std::vector<std::pair<std::string, std::string>>& offloaded) {
+    std::string msg = std::to_string(offloaded.size()) + " offloaded pod(s) run on " + vnode +
+                      "; use --drain to evict them:";
+    for (const auto& [ns, n] : offloaded) msg += " " + ns + "/" + n;
+    return makeError(Code::Conflict, msg);
+  };
+  if (!req.drain) {
+    if (auto offloaded = offloadedPods(); !offloaded.empty()) return refuse(offloaded);
+  }
+  kube::Result<json> node = consumer.get(kube::resources::kNodes, "", vnode);
+  const bool wasCordoned =
+      node.ok() && node->value("/spec/unschedulable"_json_pointer, false);
+  auto setUnschedulable = [&](bool on) {
+    (void)consumer.patch(kube::resources::kNodes, "", vnode, kube::PatchType::Merge,
+                         json{{"spec", {{"unschedulable", on}}}});
+  };
+  if (node.ok()) {
+    setUnschedulable(true);
+    lines.push_back("cordoned node " + vnode);
+  }
+  if (auto offloaded = offloadedPods(); !offloaded.empty()) {
     if (!req.drain) {
-      std::string msg = std::to_string(offloaded.size()) + " offloaded pod(s) run on " + vnode +
-                        "; use --drain to evict them:";
-      for (const auto& [ns, n] : offloaded) msg += " " + ns + "/" + n;
-      return makeError(Code::Conflict, msg);
+      // A Pod was bound between the check and the cordon: put the node back as it was.
+      if (node.ok() && !wasCordoned) setUnschedulable(false);
+      return refuse(offloaded);
     }
     for (const auto& [ns, n] : offloaded) {
       kube::Result<json> e = kube::evictPod(consumer, ns, n);

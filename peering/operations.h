@@ -54,8 +54,9 @@ struct UnpeerRequest {
   std::chrono::milliseconds timeout{300000};
 };
 
-// Ends a peering from the consumer: cordons the virtual node, refuses (listing them) if
-// offloaded pods exist unless drain (evicts them and waits), asks the provider agent to
+// Ends a peering from the consumer: refuses (listing them, leaving the virtual node as it
+// was) if offloaded pods exist unless drain; cordons the virtual node; with drain evicts the
+// offloaded pods and waits until they are gone on both sides; asks the provider agent to
 // delete its side and revoke the credential, then deletes the consumer side. With force,
 // an unreachable provider agent is tolerated: if `provider` is given a revocation record is
 // left there for the provider agent to act on when it returns. Returns lines to print.

@@ -6,7 +6,8 @@
 // Running with pod IPs at home; scaling down and deleting leave the cloud empty; a Pod
 // larger than any cloud node gets its reason; the virtual node's capacity follows a cloud
 // node being cordoned; `strait unoffload` and `strait unpeer` refuse while Pods are
-// offloaded, and `unoffload --force` empties the cloud.
+// offloaded, and `unoffload --force` empties the cloud; `unpeer --drain` evicts the offloaded
+// Pods and parts cleanly.
 // The tests of the suite run in order on the same clusters.
 
 #include <gtest/gtest.h>
@@ -315,6 +316,9 @@ TEST_F(OffloadTest, D_UnoffloadAndUnpeerRefuseWhilePodsAreOffloadedForceUnoffloa
   EXPECT_NE(plain.exitCode, 0) << plain.describe();
   EXPECT_NE((plain.out + plain.err).find("demo/web-"), std::string::npos) << plain.describe();
   EXPECT_EQ(cloudCounts().first, c.onVnode);  // nothing was touched
+  EXPECT_EQ(kubectl(*home_, {"get", "node", "strait-cloud", "-o",
+                             "jsonpath={.spec.unschedulable}"}).out, "")
+      << "the refused unpeer left the virtual node cordoned";
 
   // Unoffload --force deletes the offloaded Pods (their remote copies go with them); the
   // ReplicaSet's replacements no longer tolerate the virtual node and stay home.
@@ -328,6 +332,45 @@ TEST_F(OffloadTest, D_UnoffloadAndUnpeerRefuseWhilePodsAreOffloadedForceUnoffloa
     return pods.is_object() && pods.value("items", json::array()).empty();
   }, 120s)) << "cloud=" << cloudCounts().first << " onVnode=" << homeCounts().onVnode
             << diagnostics();
+}
+
+TEST_F(OffloadTest, E_UnpeerDrainEvictsOffloadedPodsThenPartsAndLeavesNothing) {
+  // Own state whatever ran before in this process: namespace demo offloaded, no Deployment.
+  (void)kubectl(*home_, {"delete", "deployment", "web", "-n", "demo", "--ignore-not-found"});
+  ASSERT_TRUE(waitFor([&] { return homeCounts().total == 0 && cloudCounts().first == 0; }, 120s))
+      << "home=" << homeCounts().total << " cloud=" << cloudCounts().first << "\n"
+      << kubectl(*home_, {"get", "pods,rs,deploy", "-n", "demo", "-o", "wide"}).out
+      << kubectl(*home_, {"get", "pods", "-n", "demo", "-o", "json"}).out << diagnostics();
+  CommandResult off = strait({"offload", "namespace", "demo", "--kubeconfig", home_->kubeconfig()});
+  ASSERT_EQ(off.exitCode, 0) << off.describe();
+  ASSERT_EQ(kubectl(*home_, {"apply", "-f", "-"}, deployment(12)).exitCode, 0);
+  Counts c;
+  ASSERT_TRUE(waitFor([&] {
+    c = homeCounts();
+    return c.total == 12 && c.onVnodeRunning >= 4 && cloudCounts().second == c.onVnode;
+  }, 180s)) << "total=" << c.total << " onVnodeRunning=" << c.onVnodeRunning << diagnostics();
+
+  // --drain evicts the offloaded Pods (the virtual node is cordoned first, so the
+  // ReplicaSet's replacements stay home), waits until they are gone on both sides, then
+  // ends the peering: no virtual node, nothing of ours left in the cloud.
+  CommandResult un = strait({"unpeer", "--kubeconfig", home_->kubeconfig(), "--remote-kubeconfig",
+                             cloud_->kubeconfig(), "--drain", "--timeout", "120s"},
+                            180s);
+  ASSERT_EQ(un.exitCode, 0) << un.describe() << diagnostics();
+  EXPECT_NE(un.out.find("drained " + std::to_string(c.onVnode) + " pod(s) from strait-cloud"),
+            std::string::npos)
+      << un.describe();
+  EXPECT_EQ(homeCounts().onVnode, 0);
+  EXPECT_TRUE(waitFor([&] {
+    return kubectl(*home_, {"get", "node", "strait-cloud"}).exitCode != 0;
+  }, 60s)) << "the virtual node outlived the peering" << diagnostics();
+  json left;
+  EXPECT_TRUE(waitFor([&] {
+    left = getJson(*cloud_, {"get", "pods", "-A", "-l", "strait.io/origin-cluster-id"});
+    return left.is_object() && left.value("items", json::array()).empty();
+  }, 60s)) << left.dump(1) << diagnostics();
+  // The evicted Pods were replaced at home (those the home nodes cannot hold stay Pending).
+  EXPECT_TRUE(waitFor([&] { return homeCounts().total == 12; }, 60s)) << homeCounts().total;
 }
 
 }  // namespace
