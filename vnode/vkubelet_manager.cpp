@@ -7,6 +7,14 @@
 
 namespace strait::vnode {
 
+int chooseKubeletPort(int base, const std::set<int>& taken) {
+  if (base <= 0) return 0;
+  for (int p = base; p <= 65535; ++p) {
+    if (!taken.count(p)) return p;
+  }
+  return 0;
+}
+
 VirtualKubeletManager::VirtualKubeletManager(kube::Client& local, VirtualKubeletOptions templ)
     : local_(local), templ_(std::move(templ)) {}
 
@@ -15,6 +23,7 @@ VirtualKubeletManager::~VirtualKubeletManager() { stop(); }
 void VirtualKubeletManager::peeringUp(std::shared_ptr<peering::LivePeering> peering) {
   const std::string id = peering->providerId();
   std::unique_ptr<VirtualKubelet> previous;
+  int port = 0;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (stopped_) return;
@@ -23,9 +32,19 @@ void VirtualKubeletManager::peeringUp(std::shared_ptr<peering::LivePeering> peer
       previous = std::move(it->second);
       kubelets_.erase(it);
     }
+    auto held = ports_.find(id);
+    if (held != ports_.end()) {
+      port = held->second;  // the same provider again: its Node keeps its port
+    } else {
+      std::set<int> taken;
+      for (const auto& [other, p] : ports_) taken.insert(p);
+      port = chooseKubeletPort(templ_.kubeletPort, taken);
+      if (port != 0) ports_[id] = port;
+    }
   }
   if (previous) previous->stop();
   VirtualKubeletOptions o = templ_;
+  o.kubeletPort = port;
   o.peering = std::move(peering);
   auto vk = std::make_unique<VirtualKubelet>(local_, std::move(o));
   if (kube::Status s = vk->start(); !s.ok()) {
@@ -43,6 +62,7 @@ void VirtualKubeletManager::peeringDown(const std::string& providerId) {
   std::unique_ptr<VirtualKubelet> vk;
   {
     std::lock_guard<std::mutex> l(mu_);
+    ports_.erase(providerId);
     auto it = kubelets_.find(providerId);
     if (it == kubelets_.end()) return;
     vk = std::move(it->second);

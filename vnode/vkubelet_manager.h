@@ -3,6 +3,9 @@
 // (peering/observer.h), set by cmd/agent_cmd.cpp. peeringUp starts a virtual kubelet for the
 // provider (replacing one left from an earlier peering with it), peeringDown stops it and
 // deletes its Node (the peering is over; stop() on agent shutdown keeps the Nodes).
+// With a fixed --kubelet-port P, the virtual nodes listen on P, P+1, ... (the lowest port no
+// other virtual node of this agent holds; a provider keeps its port while it stays peered);
+// with 0 each picks any free port. The Node advertises the port either way.
 //
 // Thread-safety: peeringUp/peeringDown come from the agent's loop thread; stop() and the
 // accessors may be called from any thread.
@@ -10,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +22,10 @@
 #include "vnode/virtual_kubelet.h"
 
 namespace strait::vnode {
+
+// The kubelet port for a new virtual node: `base` when 0 (any free port), else the lowest port
+// >= base not in `taken`; 0 when none is left below 65536 (then any free port).
+int chooseKubeletPort(int base, const std::set<int>& taken);
 
 class VirtualKubeletManager final : public peering::PeeringObserver {
  public:
@@ -39,6 +47,7 @@ class VirtualKubeletManager final : public peering::PeeringObserver {
   const VirtualKubeletOptions templ_;
   mutable std::mutex mu_;  // guards the fields below
   std::map<std::string, std::unique_ptr<VirtualKubelet>> kubelets_;  // by provider ID
+  std::map<std::string, int> ports_;  // kubelet port by provider ID, while peered
   bool stopped_ = false;
 };
 
