@@ -8,8 +8,9 @@
 //  - a longer one: the node turns NotReady (ReflectionStreamDown), the home cluster's node
 //    lifecycle controller taints it not-ready:NoExecute and evicts the Pods that tolerate
 //    that for a few seconds only, while those tolerating it forever stay; after the heal the
-//    remote Pods of the evicted ones are deleted, the others are untouched (same uids), and
-//    the ReplicaSet's replacements run in the cloud.
+//    remote Pods of the evicted ones are deleted (one of them force-deleted at home during the
+//    cut, as operators do with Pods stuck Terminating), the others are untouched (same uids
+//    and resourceVersions), and the ReplicaSet's replacements run in the cloud.
 // Each test sets up what it needs on top of the suite's clusters (ctest runs each test in a
 // process of its own) and measures its timings, printed with the load average.
 
@@ -417,6 +418,12 @@ TEST_F(OffloadPartitionTest, LongPartitionMakesNodeNotReadyAndEvictsPerToleratio
     return true;
   }, 60s)) << diagnostics();
   const auto evictedAt = Clock::now();
+  // What an operator does with a Pod stuck Terminating on an unreachable node: force-delete
+  // it. Its origin is then gone for good; its remote copy must still go after the heal.
+  const std::string forced = brief.begin()->first;
+  CommandResult force = kubectl({"delete", "pod", forced, "-n", kNs, "--force", "--grace-period=0"});
+  ASSERT_EQ(force.exitCode, 0) << force.describe();
+  EXPECT_EQ(home->get(res::kPods, kNs, forced).code(), kube::Code::NotFound);
   ASSERT_TRUE(waitFor([&] {
     size_t replacements = 0;
     for (const auto& [name, p] : localPods("app=brief")) {
@@ -447,6 +454,14 @@ TEST_F(OffloadPartitionTest, LongPartitionMakesNodeNotReadyAndEvictsPerToleratio
     return allRunningBothSides("app=brief", 2) && allRunningBothSides("app=tolerant", 2);
   }, 120s)) << diagnostics();
   const auto syncedAt = Clock::now();
+  // The force-deleted Pod's remote copy went by the consumer's DELETE ("origin pod is gone")
+  // or the provider's orphan sweep after RESYNC_DONE; either is logged by the cloud agent.
+  const std::string cloudLog = cloudAgent_->logs();
+  const bool byDelete = cloudLog.find("event=remote_deleted kind=Pod namespace=" + remoteNs_ +
+                                      " name=" + forced + " ") != std::string::npos;
+  const bool bySweep = cloudLog.find("event=remote_orphan_deleted kind=Pod namespace=" +
+                                     remoteNs_ + " name=" + forced + " ") != std::string::npos;
+  EXPECT_TRUE(byDelete || bySweep) << cloudLog;
   EXPECT_FALSE(hasTaint("node.kubernetes.io/not-ready", "NoExecute"));
   EXPECT_FALSE(hasTaint("node.kubernetes.io/not-ready", "NoSchedule"));
   std::map<std::string, json> remoteAfter = remotePods();
@@ -454,6 +469,9 @@ TEST_F(OffloadPartitionTest, LongPartitionMakesNodeNotReadyAndEvictsPerToleratio
     const std::string uid = kube::getUid(p);
     ASSERT_TRUE(remoteAfter.count(uid)) << name;
     EXPECT_EQ(kube::getUid(remoteAfter[uid]), kube::getUid(remoteBefore[uid])) << name;
+    EXPECT_EQ(remoteAfter[uid].value("/metadata/resourceVersion"_json_pointer, std::string()),
+              remoteBefore[uid].value("/metadata/resourceVersion"_json_pointer, std::string()))
+        << name;
   }
   EXPECT_NE(homeAgent_->logs().find("event=vnode_ready_changed node=strait-cloud ready=False "
                                     "reason=ReflectionStreamDown",
@@ -462,10 +480,11 @@ TEST_F(OffloadPartitionTest, LongPartitionMakesNodeNotReadyAndEvictsPerToleratio
 
   std::printf("long partition: cut->NotReady %.1f s (grace %lld s), cut->tainted %.1f s, "
               "cut->evicted %.1f s (tolerationSeconds 2), heal->Ready %.1f s, heal->synced %.1f s, "
-              "load %s\n",
+              "force-deleted Pod's remote copy removed by %s, load %s\n",
               seconds(notReadyAt - cutAt), static_cast<long long>(kGrace.count()),
               seconds(taintedAt - cutAt), seconds(evictedAt - cutAt), seconds(readyAt - healAt),
-              seconds(syncedAt - healAt), loadAverage().c_str());
+              seconds(syncedAt - healAt), bySweep ? "the orphan sweep" : "a DELETE",
+              loadAverage().c_str());
   RecordProperty("cut_to_not_ready_ms", static_cast<int>(seconds(notReadyAt - cutAt) * 1000));
   RecordProperty("heal_to_ready_ms", static_cast<int>(seconds(readyAt - healAt) * 1000));
   RecordProperty("heal_to_synced_ms", static_cast<int>(seconds(syncedAt - healAt) * 1000));
