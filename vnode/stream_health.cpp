@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "kube/object.h"
+
 namespace strait::vnode {
 
 using std::chrono::milliseconds;
@@ -47,18 +49,25 @@ Readiness StreamHealth::readiness() const {
   }
   const steady_clock::time_point t = now();
   auto down = std::chrono::duration_cast<milliseconds>(t - *lastAlive_);
+  // The message names the wall-clock time of the last proof of life, fixed once per outage,
+  // so that it (and the Node's condition) does not change at every node controller round.
+  if (sinceFor_ != *lastAlive_) {
+    sinceFor_ = *lastAlive_;
+    since_ = kube::rfc3339(std::chrono::system_clock::now() -
+                           std::chrono::duration_cast<std::chrono::system_clock::duration>(t - *lastAlive_));
+  }
   if (down < grace_) {
     r.ready = true;
     r.reason = "KubeletReady";
     r.message = connected_ && down.count() * 2 < grace_.count()
                     ? "the reflection stream to the provider is healthy"
-                    : fmt::format("the reflection stream has been {} for {} ms (grace {} ms)",
-                                  connected_ ? "silent" : "down", down.count(), grace_.count());
+                    : fmt::format("the reflection stream has been {} since {} (grace {} ms)",
+                                  connected_ ? "silent" : "down", since_, grace_.count());
     return r;
   }
   r.reason = "ReflectionStreamDown";
-  r.message = fmt::format("the reflection stream to the provider has been {} for {} ms (grace {} ms)",
-                          connected_ ? "silent" : "down", down.count(), grace_.count());
+  r.message = fmt::format("the reflection stream to the provider has been {} since {} (grace {} ms)",
+                          connected_ ? "silent" : "down", since_, grace_.count());
   return r;
 }
 

@@ -6,6 +6,8 @@
 //   connected, a message within grace  -> Ready     KubeletReady
 //   disconnected (or silent) < grace   -> Ready     KubeletReady (message says since when)
 //   disconnected (or silent) >= grace  -> NotReady  ReflectionStreamDown
+// The messages of the last two say since when (wall clock), and stay the same while the
+// outage lasts, so the Node is written at the transitions only.
 //
 // "Silent" covers half-open connections: a connected stream that has carried nothing (not
 // even a keepalive) for `grace` counts as down. The clock is injected so tests need no sleeps.
@@ -15,6 +17,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <string>
 
 #include "vnode/node_builder.h"
 
@@ -51,6 +54,9 @@ class StreamHealth {
   bool connected_ = false;
   // The last proof of life (connect or message while connected).
   std::optional<std::chrono::steady_clock::time_point> lastAlive_;
+  // Its wall-clock time for messages, computed once per lastAlive_ value.
+  mutable std::chrono::steady_clock::time_point sinceFor_{};
+  mutable std::string since_;
 };
 
 }  // namespace strait::vnode
