@@ -16,7 +16,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
+#include <thread>
 #include <map>
 #include <set>
 
@@ -26,6 +28,7 @@
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
 #include "kube/object.h"
+#include "kube/watch.h"
 
 namespace strait::e2e {
 namespace {
@@ -72,6 +75,32 @@ std::string loadAverage() {
 }
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Counts the writes to one Node (MODIFIED events of a watch) from construction on.
+class NodeWriteCounter {
+ public:
+  NodeWriteCounter(kube::Client& c, const std::string& node) {
+    thread_ = std::jthread([&c, node, this](std::stop_token stop) {
+      kube::WatchOptions o;
+      o.fieldSelector = "metadata.name=" + node;
+      std::string rv;
+      if (auto cur = c.get(res::kNodes, "", node); cur.ok()) rv = kube::getResourceVersion(*cur);
+      while (!stop.stop_requested()) {
+        o.resourceVersion = rv;
+        (void)c.watch(res::kNodes, "", o, [&](kube::WatchEvent&& e) {
+          if (e.type == kube::WatchEventType::Modified) writes_++;
+          if (!e.resourceVersion().empty()) rv = e.resourceVersion();
+          return true;
+        }, stop);
+      }
+    });
+  }
+  int writes() const { return writes_.load(); }
+
+ private:
+  std::atomic<int> writes_{0};
+  std::jthread thread_;  // last: stopped and joined first
+};
 
 class OffloadPartitionTest : public ::testing::Test {
  public:
@@ -390,6 +419,7 @@ TEST_F(OffloadPartitionTest, LongPartitionMakesNodeNotReadyAndEvictsPerToleratio
   const size_t logMark = homeAgent_->logs().size();
 
   // Cut for longer than the grace.
+  auto nodeWrites = std::make_unique<NodeWriteCounter>(*home, kNode);
   const auto cutAt = Clock::now();
   proxy_->cut();
   std::pair<std::string, std::string> ready;
@@ -440,6 +470,12 @@ TEST_F(OffloadPartitionTest, LongPartitionMakesNodeNotReadyAndEvictsPerToleratio
   }
   EXPECT_EQ(remotePods().size(), remoteBefore.size());
 
+  // The Node was written at the transitions (stream down within the grace, NotReady, the
+  // lifecycle's taints), not at every node-controller round (500 ms).
+  const int writesWhileCut = nodeWrites->writes();
+  nodeWrites.reset();
+  EXPECT_LE(writesWhileCut, 6) << diagnostics();
+
   // Heal: Ready again, the taints go, the evicted Pods' remote copies are deleted (their
   // origin is gone), the tolerant ones' are the same, the replacements run in the cloud.
   const auto healAt = Clock::now();
@@ -480,11 +516,11 @@ TEST_F(OffloadPartitionTest, LongPartitionMakesNodeNotReadyAndEvictsPerToleratio
 
   std::printf("long partition: cut->NotReady %.1f s (grace %lld s), cut->tainted %.1f s, "
               "cut->evicted %.1f s (tolerationSeconds 2), heal->Ready %.1f s, heal->synced %.1f s, "
-              "force-deleted Pod's remote copy removed by %s, load %s\n",
+              "force-deleted Pod's remote copy removed by %s, Node writes during the cut %d, load %s\n",
               seconds(notReadyAt - cutAt), static_cast<long long>(kGrace.count()),
               seconds(taintedAt - cutAt), seconds(evictedAt - cutAt), seconds(readyAt - healAt),
               seconds(syncedAt - healAt), bySweep ? "the orphan sweep" : "a DELETE",
-              loadAverage().c_str());
+              writesWhileCut, loadAverage().c_str());
   RecordProperty("cut_to_not_ready_ms", static_cast<int>(seconds(notReadyAt - cutAt) * 1000));
   RecordProperty("heal_to_ready_ms", static_cast<int>(seconds(readyAt - healAt) * 1000));
   RecordProperty("heal_to_synced_ms", static_cast<int>(seconds(syncedAt - healAt) * 1000));
