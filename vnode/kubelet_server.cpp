@@ -86,12 +86,21 @@ class KubeletServer::Handler final : public kube::Handler {
   void noProvider(kube::Responder& out) {
     plain(out, 503, "virtual node " + c_.nodeName + ": the peering with its provider is down");
   }
+  // A failed call to the provider: a partition (no connection, no answer in time) says so
+  // with the node's name; the provider's own refusals keep their code and message.
+  void providerFailed(kube::Responder& out, const kube::Error& e) {
+    if (e.code == kube::Code::Unavailable || e.code == kube::Code::ServerTimeout) {
+      return plain(out, 503, "virtual node " + c_.nodeName +
+                                 ": the provider agent cannot be reached: " + e.message);
+    }
+    fail(out, e);
+  }
 
   void pods(kube::Responder& out, peering::KubeletClient* provider) {
     if (!provider) return noProvider(out);
     v1::ListPodsResponse resp;
     if (kube::Status s = provider->listPods(&resp, c_.callTimeout); !s.ok()) {
-      return fail(out, s.error());
+      return providerFailed(out, s.error());
     }
     kube::HttpResponse r;
     r.headers["Content-Type"] = "application/json";
@@ -103,7 +112,7 @@ class KubeletServer::Handler final : public kube::Handler {
     if (!provider) return noProvider(out);
     v1::StatsSummaryResponse resp;
     if (kube::Status s = provider->statsSummary(&resp, c_.callTimeout); !s.ok()) {
-      return fail(out, s.error());
+      return providerFailed(out, s.error());
     }
     json summary = json::parse(resp.summary_json(), nullptr, false);
     if (!summary.is_object()) {
@@ -159,7 +168,7 @@ class KubeletServer::Handler final : public kube::Handler {
         },
         [&] { return out.clientGone(); });
     if (started || clientGone) return;
-    if (!s.ok()) return fail(out, s.error());
+    if (!s.ok()) return providerFailed(out, s.error());
     out.startStream(200, {{"Content-Type", "text/plain"}});  // an empty log
   }
 
