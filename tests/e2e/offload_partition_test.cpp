@@ -448,6 +448,13 @@ TEST_F(OffloadPartitionTest, LongPartitionMakesNodeNotReadyAndEvictsPerToleratio
   ASSERT_TRUE(waitFor([&] { return hasTaint("node.kubernetes.io/not-ready", "NoExecute"); }, 30s))
       << diagnostics();
   const auto taintedAt = Clock::now();
+  // kubectl logs on a Pod of the cut-off node fails at once, saying why (no hang).
+  CommandResult logs = kubectl({"logs", "-n", kNs, tolerant.begin()->first});
+  EXPECT_NE(logs.exitCode, 0) << logs.describe();
+  EXPECT_FALSE(logs.timedOut);
+  EXPECT_NE(logs.err.find("virtual node strait-cloud: the provider agent cannot be reached"),
+            std::string::npos)
+      << logs.describe();
 
   // The taint manager evicts the brief Pods after their 2 s; the ReplicaSet replaces them.
   auto evicted = [&](const std::string& name) {
