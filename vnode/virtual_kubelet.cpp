@@ -29,13 +29,16 @@ constexpr const char* kUidIndex = "uid";
 
 // Holds Pod keys back while the stream cannot answer truthfully (down, or the provider's
 // initial list not in yet): an empty remote cache must not read as "the remote Pod is gone".
+// A key arriving then is dropped, not requeued: every (re)connection ends with a resync that
+// enqueues every local Pod (resyncNow), so nothing is lost, and a long outage with thousands
+// of offloaded Pods costs no CPU (requeueing each every 250 ms did).
 class GatedPodReflector : public reflection::KindReflector {
  public:
   GatedPodReflector(std::unique_ptr<reflection::PodReflector> inner, std::function<bool()> open)
       : inner_(std::move(inner)), open_(std::move(open)) {}
   std::string kind() const override { return inner_->kind(); }
   reflection::HandleResult handle(const std::string& key) override {
-    if (!open_()) return reflection::HandleResult::requeueAfter(250ms);
+    if (!open_()) return reflection::HandleResult::done();
     return inner_->handle(key);
   }
 
