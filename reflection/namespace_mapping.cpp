@@ -35,7 +35,7 @@ kube::Result<std::string> NamespaceMapping::remoteNamespace(std::string_view loc
                                "\" cannot be offloaded: " + joinProblems(problems),
                            "metadata.namespace");
   }
-  if (strategy_ == NamingStrategy::SameName) return std::string(localNs);
+  if (strategyFor(localNs) == NamingStrategy::SameName) return std::string(localNs);
   std::string remote = std::string(localNs) + "-" + consumerId_;
   if (auto problems = kube::validateDns1123Label(remote); !problems.empty()) {
     return kube::makeError(
@@ -49,6 +49,16 @@ kube::Result<std::string> NamespaceMapping::remoteNamespace(std::string_view loc
 }
 
 std::optional<std::string> NamespaceMapping::localNamespace(std::string_view remoteNs) const {
+  if (lookup_) {
+    NamespaceMapping fixed(consumerId_, NamingStrategy::Default);
+    if (std::optional<std::string> local = fixed.localNamespace(remoteNs);
+        local && lookup_(*local) == NamingStrategy::Default) {
+      return local;
+    }
+    if (!kube::validateDns1123Label(remoteNs).empty()) return std::nullopt;
+    if (lookup_(remoteNs) == NamingStrategy::SameName) return std::string(remoteNs);
+    return std::nullopt;
+  }
   if (strategy_ == NamingStrategy::SameName) {
     if (!kube::validateDns1123Label(remoteNs).empty()) return std::nullopt;
     return std::string(remoteNs);

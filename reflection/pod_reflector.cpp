@@ -165,6 +165,10 @@ HandleResult PodReflector::handle(const std::string& key) {
         }
       }
       if (kube::Status s = reflectDependencies(*localPtr, *remoteNs); !s.ok()) {
+        if (s.error().code == kube::Code::Forbidden) {  // e.g. a remote namespace not ours
+          refuse(*localPtr, "ProviderRefused", s.error().message);
+          return HandleResult::requeueAfter(10s);
+        }
         return HandleResult::retry(s.error());
       }
       kube::Result<json> created = remote_.apply(StreamMessage::apply(forged, originUidValue));

@@ -5,6 +5,7 @@
 #include "kube/object.h"
 #include "reflection/json_util.h"
 #include "reflection/labels.h"
+#include "reflection/pod_dependencies.h"
 #include "reflection/pod_forge.h"
 
 namespace strait::reflection {
@@ -26,15 +27,7 @@ ProviderApplier::ProviderApplier(kube::Client& provider, NamespaceMapping mappin
 
 kube::Status ProviderApplier::ensureNamespace(const std::string& ns) {
   kube::Result<json> got = provider_.get(res::kNamespaces, "", ns);
-  if (got.ok()) {
-    if (!isOwnedBy(*got, mapping_.consumerId()) &&
-        mapping_.strategy() == NamingStrategy::Default) {
-      return kube::makeError(kube::Code::Conflict,
-                             "namespace " + ns + " exists and was not created for consumer " +
-                                 mapping_.consumerId());
-    }
-    return kube::Status::OK();
-  }
+  if (got.ok()) return namespaceRefusal(*got);
   if (!kube::isNotFound(got.error())) return got.error();
   json nsObj = {{"apiVersion", "v1"},
                 {"kind", "Namespace"},
@@ -45,9 +38,50 @@ kube::Status ProviderApplier::ensureNamespace(const std::string& ns) {
                     {std::string(kLabelOriginClusterId), mapping_.consumerId()},
                     {std::string(kLabelOriginUid), "namespace"}}}}}};
   kube::Result<json> created = provider_.create(res::kNamespaces, "", nsObj);
-  if (!created.ok() && !kube::isAlreadyExists(created.error())) return created.error();
-  if (created.ok()) spdlog::info("event=remote_namespace_created namespace={}", ns);
-  return kube::Status::OK();
+  if (created.ok()) {
+    spdlog::info("event=remote_namespace_created namespace={}", ns);
+    return kube::Status::OK();
+  }
+  if (!kube::isAlreadyExists(created.error())) return created.error();
+  got = provider_.get(res::kNamespaces, "", ns);  // created meanwhile: by whom?
+  if (!got.ok()) return got.error();
+  return namespaceRefusal(*got);
+}
+
+kube::Status ProviderApplier::namespaceRefusal(const json& nsObj) const {
+  if (isOwnedBy(nsObj, mapping_.consumerId())) return kube::Status::OK();
+  const std::string ns = kube::getName(nsObj);
+  auto labels = kube::getLabels(nsObj);
+  auto other = labels.find(std::string(kLabelOriginClusterId));
+  if (other != labels.end() && !other->second.empty()) {
+    return kube::makeError(kube::Code::Forbidden,
+                           "namespace " + ns + " in the provider is already mapped by another "
+                           "consumer (cluster " + other->second + ")",
+                           "metadata.namespace");
+  }
+  return kube::makeError(kube::Code::Forbidden,
+                         "namespace " + ns + " exists in the provider and was not created by "
+                         "Strait for consumer " + mapping_.consumerId() +
+                         "; a namespace Strait did not create is never taken over (use the "
+                         "default naming or another namespace)",
+                         "metadata.namespace");
+}
+
+kube::Result<json> ProviderApplier::removeNamespace(const std::string& ns) {
+  kube::Result<json> got = provider_.get(res::kNamespaces, "", ns);
+  if (!got.ok()) {
+    if (kube::isNotFound(got.error())) return json();
+    return got;
+  }
+  if (kube::Status s = namespaceRefusal(*got); !s.ok()) return s.error();
+  if (kube::isBeingDeleted(*got)) return json();
+  kube::DeleteOptions o;
+  o.preconditionUid = kube::getUid(*got);
+  kube::Result<json> d = provider_.remove(res::kNamespaces, "", ns, o);
+  if (!d.ok() && !kube::isNotFound(d.error())) return d;
+  spdlog::info("event=remote_namespace_deleted namespace={} consumer={}", ns,
+               mapping_.consumerId());
+  return json();
 }
 
 kube::Result<json> ProviderApplier::get(const std::string& kind, const std::string& ns,
@@ -190,6 +224,61 @@ kube::Result<int> ProviderApplier::deleteOrphans(const std::string& kind,
       ++deleted;
       spdlog::info("event=remote_orphan_deleted kind={} namespace={} name={} origin_uid={}", kind,
                    kube::getNamespace(item), kube::getName(item), originUid(item));
+    }
+  }
+  return deleted;
+}
+
+kube::Result<int> ProviderApplier::deleteOrphanDependencies(
+    const std::set<std::string>& liveOrigins) {
+  kube::ListOptions lo;
+  lo.labelSelector = std::string(kLabelOriginClusterId) + "=" + mapping_.consumerId();
+  // "ns/Kind/name" of what this consumer's remaining Pods use. A Pod being deleted whose
+  // origin is gone (an orphan just swept) uses nothing any more.
+  std::set<std::string> used;
+  kube::Result<json> pods = provider_.list(res::kPods, "", lo);
+  if (!pods.ok()) return pods.error();
+  for (const json& p : pods->value("items", json::array())) {
+    if (kube::isBeingDeleted(p) && !liveOrigins.count(originUid(p))) continue;
+    const std::string ns = kube::getNamespace(p);
+    PodDependencies deps = podDependencies(p);
+    for (const std::string& n : deps.configMaps) used.insert(ns + "/ConfigMap/" + n);
+    for (const std::string& n : deps.secrets) used.insert(ns + "/Secret/" + n);
+    if (!deps.serviceAccount.empty()) used.insert(ns + "/ServiceAccount/" + deps.serviceAccount);
+  }
+  int deleted = 0;
+  // ServiceAccounts first: the Secrets a used one names are in use too.
+  for (const char* kind : {"ServiceAccount", "ConfigMap", "Secret"}) {
+    auto r = resourceOfKind(kind);
+    if (!r.ok()) return r.error();
+    kube::Result<json> list = provider_.list(*r, "", lo);
+    if (!list.ok()) return list.error();
+    for (const json& item : list->value("items", json::array())) {
+      const std::string ns = kube::getNamespace(item);
+      const std::string key = ns + "/" + kind + "/" + kube::getName(item);
+      if (!mapping_.localNamespace(ns) || !isOwnedBy(item, mapping_.consumerId())) continue;
+      if (used.count(key)) {
+        if (std::string(kind) == "ServiceAccount") {
+          for (const char* field : {"secrets", "imagePullSecrets"}) {
+            for (const json& ref : item.value(field, json::array())) {
+              if (ref.is_object() && ref.contains("name") && ref["name"].is_string()) {
+                used.insert(ns + "/Secret/" + ref["name"].get<std::string>());
+              }
+            }
+          }
+        }
+        continue;
+      }
+      if (liveOrigins.count(originUid(item)) || kube::isBeingDeleted(item)) continue;
+      kube::DeleteOptions o;
+      o.preconditionUid = kube::getUid(item);
+      kube::Result<json> d = provider_.remove(*r, ns, kube::getName(item), o);
+      if (!d.ok() && !kube::isNotFound(d.error()) && !kube::isConflict(d.error())) return d.error();
+      if (d.ok()) {
+        ++deleted;
+        spdlog::info("event=remote_orphan_deleted kind={} namespace={} name={} origin_uid={}",
+                     kind, ns, kube::getName(item), originUid(item));
+      }
     }
   }
   return deleted;

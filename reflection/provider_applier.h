@@ -3,12 +3,15 @@
 // (stream_messages.h) to the provider cluster, inside that consumer's bounds:
 //  - only namespaces its NamespaceMapping produces (an APPLY into any other namespace is
 //    Forbidden), created on demand and labelled strait.io/managed-by=strait and
-//    strait.io/origin-cluster-id=<consumer> so that unpeering finds them;
+//    strait.io/origin-cluster-id=<consumer> so that unpeering finds them; an existing
+//    namespace without this consumer's labels (a user's own, or another consumer's) is
+//    never written into (Forbidden, saying which);
 //  - only objects labelled as that consumer's: an existing object of the same name that is
 //    not (a user's own Pod) is never overwritten or deleted (Conflict);
 //  - deletions carry the grace period sent and a uid precondition, so a Pod re-created in
 //    the meantime under the same name is not deleted by a stale request;
-//  - after a resync, objects whose origin uid was not listed are deleted (never before).
+//  - after a resync, objects whose origin uid was not listed are deleted (never before):
+//    Pods, then the ConfigMaps/Secrets/ServiceAccounts no remaining Pod uses.
 // Pods are created once and then only their mutable fields updated (metadata labels and
 // annotations, images, activeDeadlineSeconds, tolerations), as the API server allows.
 //
@@ -52,6 +55,17 @@ class ProviderApplier : public RemoteObjects {
   // Deletes this consumer's objects of `kind` (Pod, ConfigMap, Secret, ServiceAccount) in
   // its namespaces whose origin uid is not in `liveOrigins`. Returns how many it deleted.
   kube::Result<int> deleteOrphans(const std::string& kind, const std::set<std::string>& liveOrigins);
+  // The ConfigMaps, Secrets and ServiceAccounts that travelled with Pods: deletes this
+  // consumer's ones in its namespaces that no Pod of this consumer in the provider uses any
+  // more (podDependencies; a used ServiceAccount's secrets count as used; a Pod being deleted
+  // whose origin is not live uses nothing) and whose origin uid is not in `liveOrigins`.
+  // Call after deleteOrphans("Pod", ...). Returns how many it deleted.
+  kube::Result<int> deleteOrphanDependencies(const std::set<std::string>& liveOrigins);
+
+  // Deletes namespace `ns` when it carries this consumer's origin labels (Forbidden, naming
+  // why, when it does not: Strait never deletes a namespace it did not create). OK (null)
+  // when absent or already terminating.
+  kube::Result<nlohmann::json> removeNamespace(const std::string& ns);
 
   // The stored object (NotFound when absent; Conflict when present but not ours).
   kube::Result<nlohmann::json> get(const std::string& kind, const std::string& ns,
@@ -59,6 +73,8 @@ class ProviderApplier : public RemoteObjects {
 
  private:
   kube::Status ensureNamespace(const std::string& ns);
+  // OK when Namespace object `nsObj` is this consumer's; Forbidden saying whose it is if not.
+  kube::Status namespaceRefusal(const nlohmann::json& nsObj) const;
 
   kube::Client& provider_;
   const NamespaceMapping mapping_;

@@ -89,6 +89,14 @@ kube::Result<RemoteKubelet::Target> RemoteKubelet::resolve(const peering::Caller
   auto remoteNs = mappingOf(caller.clusterId).remoteNamespace(ns);
   if (!remoteNs) return remoteNs.error();
   auto obj = o_.provider->get(kube::resources::kPods, *remoteNs, pod);
+  if (!obj && obj.error().code == kube::Code::NotFound && *remoteNs != ns) {
+    // The consumer may have offloaded this namespace with the same-name naming.
+    auto same = o_.provider->get(kube::resources::kPods, ns, pod);
+    if (same && isOwnedBy(*same, caller.clusterId)) {
+      remoteNs = ns;
+      obj = std::move(same);
+    }
+  }
   if (!obj) return obj.error().code == kube::Code::NotFound ? notFound() : obj.error();
   if (!isOwnedBy(*obj, caller.clusterId)) {
     spdlog::warn("event=kubelet_refused consumer={} pod={}/{} reason=not_owned", caller.clusterId,

@@ -93,6 +93,10 @@ StreamMessage StreamMessage::remove(std::string kind, std::string ns, std::strin
   return m;
 }
 
+StreamMessage StreamMessage::removeNamespace(const std::string& remoteNs) {
+  return remove("Namespace", remoteNs, remoteNs, "namespace", std::nullopt);
+}
+
 StreamMessage StreamMessage::resyncDone(const std::vector<std::string>& originUids) {
   StreamMessage m;
   m.type = StreamMessageType::ResyncDone;
@@ -236,6 +240,13 @@ kube::Result<StreamMessage> decodeStreamMessage(const strait::v1::ReflectionEven
   if (m.apiVersion != "v1") return bad("object.api_version", "\"" + m.apiVersion.substr(0, 64) + "\" is not v1");
   bool kindOk = false;
   for (const char* k : kKinds) kindOk = kindOk || m.kind == k;
+  if (m.kind == "Namespace") {
+    if (m.type != StreamMessageType::Delete) {
+      return bad("object.kind", "a Namespace is only ever deleted on the stream");
+    }
+    if (m.ns != m.name) return bad("object.name", "a Namespace's name must equal its namespace field");
+    kindOk = true;
+  }
   if (!kindOk) return bad("object.kind", "\"" + m.kind.substr(0, 64) + "\" is not reflected");
   if (auto p = kube::validateDns1123Label(m.ns); !p.empty()) {
     return bad("object.namespace", "\"" + m.ns.substr(0, 64) + "\": " + p.front());

@@ -8,7 +8,9 @@
 //   type          direction             object (api_version/kind/namespace/name + json)
 //   APPLY         consumer -> provider  the forged remote object, full JSON
 //   DELETE        consumer -> provider  json = DeleteOptions (gracePeriodSeconds, uid
-//                                        precondition); names the remote object
+//                                        precondition); names the remote object; kind
+//                                        Namespace (namespace = name, origin_uid
+//                                        "namespace"): the namespace is no longer offloaded
 //   STATUS        provider -> consumer  the remote object as stored (status included)
 //   GONE          provider -> consumer  the remote object no longer exists; json empty
 //   EVENT         provider -> consumer  a core/v1 Event about the remote object (kind Event;
@@ -78,6 +80,9 @@ struct StreamMessage {
   static StreamMessage remove(std::string kind, std::string ns, std::string name,
                               std::string originUid, std::optional<int64_t> gracePeriodSeconds);
   static StreamMessage status(const nlohmann::json& remoteObject, std::string originUid);
+  // DELETE of mapped namespace `remoteNs` (unoffloaded): the provider deletes it if it
+  // created it for this consumer.
+  static StreamMessage removeNamespace(const std::string& remoteNs);
   static StreamMessage resyncDone(const std::vector<std::string>& originUids);
   static StreamMessage get(std::string kind, std::string ns, std::string name, uint64_t seq);
   // REPLY to request `seq`: the object (null for none) or the error.

@@ -4,7 +4,9 @@
 
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -47,8 +49,11 @@ class StreamSession {
       : owner_(owner),
         opts_(owner.opts_),
         stream_(s),
-        mapping_(opts_.consumerId, NamingStrategy::Default),
-        applier_(owner.provider_, mapping_) {}
+        // Any valid namespace name (default or same-name naming): the applier's bounds are
+        // the namespaces it created for this consumer (labels), never someone else's.
+        mapping_(opts_.consumerId, NamingStrategy::SameName),
+        applier_(owner.provider_, mapping_),
+        sentEvents_(opts_.sentEvents) {}
 
   kube::Status run() {
     lastReceivedMs_ = nowMs();
@@ -66,6 +71,7 @@ class StreamSession {
                         [this](const kube::ObjectPtr& p) {
                           if (!originUid(*p).empty()) send(goneMessage(*p));
                         }});
+    if (!sentEvents_) sentEvents_ = std::make_shared<SentEvents>();
     auto event = [this](const kube::ObjectPtr& e) { forwardEvent(*e); };
     events_->addHandlers({event, [event](const kube::ObjectPtr&, const kube::ObjectPtr& n) { event(n); },
                           nullptr});
@@ -82,6 +88,9 @@ class StreamSession {
       spdlog::info("event=stream_initial_list_sent consumer={} pods={}", opts_.consumerId,
                    pods_->cache().size());
       events_->start();
+      while (!st.stop_requested() && !events_->waitForSync(std::chrono::milliseconds(200))) {
+      }
+      if (!st.stop_requested()) flushEventBacklog();
     });
 
     v1::ReflectionEvent e;
@@ -145,21 +154,41 @@ class StreamSession {
     switch (m.type) {
       case StreamMessageType::Apply:
         owner_.applies_++;
+        if (m.kind != "Pod") {
+          std::lock_guard<std::mutex> lock(mu_);
+          appliedOrigins_.insert(m.originUid);
+        }
         r = applyWithGrant(m);
         break;
       case StreamMessageType::Delete:
         owner_.deletes_++;
-        r = applier_.remove(m);
+        if (m.kind == "Namespace") {
+          r = applier_.removeNamespace(m.name);
+          std::lock_guard<std::mutex> lock(mu_);
+          namespaces_.erase(m.name);
+        } else {
+          r = applier_.remove(m);
+        }
         break;
       case StreamMessageType::Get:
         r = applier_.get(m.kind, m.ns, m.name);
         break;
       case StreamMessageType::ResyncDone: {
         std::vector<std::string> uids = m.resyncOriginUids();
-        kube::Result<int> n = applier_.deleteOrphans("Pod", {uids.begin(), uids.end()});
-        spdlog::info("event=stream_resync_done consumer={} live={} orphans_deleted={}{}",
-                     opts_.consumerId, uids.size(), n.ok() ? *n : 0,
-                     n.ok() ? "" : " error=\"" + n.error().message + "\"");
+        std::set<std::string> live(uids.begin(), uids.end());
+        kube::Result<int> n = applier_.deleteOrphans("Pod", live);
+        {
+          // Objects applied on this stream have a live origin, listed or not (a Pod created
+          // since the consumer's listing brought them).
+          std::lock_guard<std::mutex> lock(mu_);
+          live.insert(appliedOrigins_.begin(), appliedOrigins_.end());
+        }
+        kube::Result<int> deps = n.ok() ? applier_.deleteOrphanDependencies(live) : n;
+        const kube::Result<int>& failed = !n.ok() ? n : deps;
+        spdlog::info("event=stream_resync_done consumer={} live={} orphans_deleted={} "
+                     "orphan_dependencies_deleted={}{}",
+                     opts_.consumerId, uids.size(), n.ok() ? *n : 0, deps.ok() ? *deps : 0,
+                     failed.ok() ? "" : " error=\"" + failed.error().message + "\"");
         return;
       }
       default:
@@ -208,20 +237,63 @@ class StreamSession {
     return kube::Status::OK();
   }
 
-  void forwardEvent(const json& ev) {
+  // The EVENT message for provider Event `ev`, if it concerns one of this consumer's Pods.
+  std::optional<StreamMessage> eventMessage(const json& ev) {
     const json& io = ev.value("involvedObject", json::object());
-    if (!io.is_object() || io.value("kind", "") != "Pod") return;
+    if (!io.is_object() || io.value("kind", "") != "Pod") return std::nullopt;
     const std::string ns = io.value("namespace", kube::getNamespace(ev));
-    if (!mapping_.localNamespace(ns)) return;
+    if (!mapping_.localNamespace(ns)) return std::nullopt;
     kube::ObjectPtr pod = pods_->cache().get(ns + "/" + io.value("name", ""));
-    if (!pod) return;
-    if (io.contains("uid") && io["uid"].is_string() && io["uid"] != kube::getUid(*pod)) return;
+    if (!pod) return std::nullopt;
+    if (io.contains("uid") && io["uid"].is_string() && io["uid"] != kube::getUid(*pod)) {
+      return std::nullopt;
+    }
     std::string uid = originUid(*pod);
-    if (uid.empty()) return;
+    if (uid.empty()) return std::nullopt;
     StreamMessage m = StreamMessage::apply(ev, uid);
     m.type = StreamMessageType::Event;
     m.kind = "Event";
-    send(m);
+    return m;
+  }
+
+  void forwardEvent(const json& ev) {
+    {
+      std::lock_guard<std::mutex> lock(evMu_);
+      if (!eventsLive_) {  // the informer's initial list: sent by flushEventBacklog
+        eventBacklog_.push_back(ev);
+        return;
+      }
+    }
+    sendEvent(ev);  // a new Event or a new version: always sent
+  }
+
+  void sendEvent(const json& ev) {
+    std::optional<StreamMessage> m = eventMessage(ev);
+    if (!m) return;
+    if (send(*m)) sentEvents_->record(ev);
+  }
+
+  // The Events that existed when the informer started: the newest kEventBacklog of those
+  // about this consumer's Pods that were not sent on an earlier stream.
+  void flushEventBacklog() {
+    // What an earlier stream sent within a silence's detection time may have been lost
+    // with it (that stream may even still be dying): such Events count as unsent.
+    sentEvents_->forgetSentAfter(SentEvents::Clock::now() - unconfirmedWindow());
+    std::vector<json> found;
+    {
+      std::lock_guard<std::mutex> lock(evMu_);
+      eventsLive_ = true;
+      found.swap(eventBacklog_);
+    }
+    std::vector<json> unsent;
+    for (json& ev : found) {
+      if (!sentEvents_->sent(ev) && eventMessage(ev)) unsent.push_back(std::move(ev));
+    }
+    const size_t total = unsent.size();
+    std::vector<json> newest = newestEvents(std::move(unsent), kEventBacklog);
+    for (const json& ev : newest) sendEvent(ev);
+    spdlog::info("event=stream_event_backlog_sent consumer={} unsent={} sent={}",
+                 opts_.consumerId, total, newest.size());
   }
 
   bool send(const StreamMessage& m) {
@@ -233,9 +305,7 @@ class StreamSession {
 
   void keepalive(std::stop_token st) {
     const auto interval = opts_.keepaliveInterval;
-    const int64_t dead = opts_.deadAfter.count() > 0
-                             ? opts_.deadAfter.count()
-                             : std::max<int64_t>(5 * interval.count(), 3000);
+    const int64_t dead = deadAfterMs();
     std::mutex m;
     std::condition_variable_any cv;
     while (!st.stop_requested()) {
@@ -260,6 +330,17 @@ class StreamSession {
     }
   }
 
+  int64_t deadAfterMs() const {
+    return opts_.deadAfter.count() > 0
+               ? opts_.deadAfter.count()
+               : std::max<int64_t>(5 * opts_.keepaliveInterval.count(), 3000);
+  }
+
+  // How long before a stream's end what it sent may not have arrived.
+  std::chrono::milliseconds unconfirmedWindow() const {
+    return std::chrono::milliseconds(deadAfterMs() + 2 * opts_.keepaliveInterval.count());
+  }
+
   void end(kube::Status why) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -282,6 +363,8 @@ class StreamSession {
     for (std::thread& t : workers_) t.join();
     events_->stop();
     pods_->stop();
+    // What was sent within a silence's detection time may be lost with the stream.
+    sentEvents_->forgetSentAfter(SentEvents::Clock::now() - unconfirmedWindow());
   }
 
   StreamServer& owner_;
@@ -291,15 +374,20 @@ class StreamSession {
   ProviderApplier applier_;
   std::unique_ptr<kube::Informer> pods_;
   std::unique_ptr<kube::Informer> events_;
+  std::shared_ptr<SentEvents> sentEvents_;
+  std::mutex evMu_;  // guards eventsLive_, eventBacklog_
+  bool eventsLive_ = false;
+  std::vector<json> eventBacklog_;  // the events informer's initial list
   std::atomic<int64_t> lastReceivedMs_{0};
   std::vector<std::thread> workers_;
   std::jthread keepalive_;
   std::jthread listing_;
   std::mutex createMu_;
-  std::mutex mu_;  // guards tasks_, stopping_, ended_, namespaces_
+  std::mutex mu_;  // guards tasks_, stopping_, ended_, namespaces_, appliedOrigins_
   std::condition_variable cv_;
   std::deque<StreamMessage> tasks_;
   std::set<std::string> namespaces_;  // ensured this session
+  std::set<std::string> appliedOrigins_;  // origin uids of non-Pod objects applied this session
   bool stopping_ = false;
   kube::Status ended_ = kube::Status::OK();
 };
@@ -326,10 +414,22 @@ StreamCounters StreamServer::counters() const {
 
 peering::ProviderService::StreamHandler makeProviderStreamHandler(
     kube::Client& provider, peering::ProviderService& service, StreamServerOptions base) {
-  return [&provider, &service, base](const peering::Caller& caller,
-                                     peering::EventStream& s) -> kube::Status {
+  // Per consumer, for as long as the handler lives: which Events its streams carried.
+  struct Ledgers {
+    std::mutex mu;
+    std::map<std::string, std::shared_ptr<SentEvents>> byConsumer;
+  };
+  auto ledgers = std::make_shared<Ledgers>();
+  return [&provider, &service, base, ledgers](const peering::Caller& caller,
+                                              peering::EventStream& s) -> kube::Status {
     StreamServerOptions o = base;
     o.consumerId = caller.clusterId;
+    {
+      std::lock_guard<std::mutex> lock(ledgers->mu);
+      std::shared_ptr<SentEvents>& l = ledgers->byConsumer[caller.clusterId];
+      if (!l) l = std::make_shared<SentEvents>();
+      o.sentEvents = l;
+    }
     o.admitPod = [&service, id = caller.clusterId](const json& pod) {
       return service.admitPod(id, pod);
     };

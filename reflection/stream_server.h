@@ -9,9 +9,15 @@
 //  - watches this consumer's Pods in all namespaces (label strait.io/origin-cluster-id) and
 //    sends STATUS on add/update and GONE on delete; the initial list is followed by SYNCED;
 //  - forwards core/v1 Events whose involvedObject is one of those Pods as EVENT (origin_uid
-//    = the consumer's Pod uid), from the moment the initial list is complete;
-//  - after RESYNC_DONE (never before) deletes this consumer's objects whose origin uid the
-//    consumer did not list (ProviderApplier::deleteOrphans);
+//    = the consumer's Pod uid): after the initial list, the newest kEventBacklog existing
+//    ones not yet sent to this consumer (sentEvents, kept across its streams, so Events
+//    raised while the stream was down arrive after the reconnection), then every new one;
+//  - after RESYNC_DONE (never before) deletes this consumer's Pods whose origin uid the
+//    consumer did not list (ProviderApplier::deleteOrphans), then the ConfigMaps, Secrets
+//    and ServiceAccounts no remaining Pod uses whose origin is neither listed nor applied
+//    on this stream (deleteOrphanDependencies);
+//  - DELETE of kind Namespace: deletes that namespace if it was created for this consumer
+//    (ProviderApplier::removeNamespace), never another one;
 //  - sends KEEPALIVE every keepaliveInterval and ends the stream when nothing arrived from
 //    the consumer for deadAfter (a silent partition).
 // serve() returns when the stream ends, with informers stopped and every thread joined.
@@ -22,12 +28,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "kube/client.h"
 #include "peering/provider.h"
 #include "peering/transport.h"
 #include "reflection/namespace_mapping.h"
+#include "reflection/sent_events.h"
 
 namespace strait::reflection {
 
@@ -40,6 +48,9 @@ struct StreamServerOptions {
   std::chrono::milliseconds keepaliveInterval{1000};
   std::chrono::milliseconds deadAfter{0};  // 0: 5 x keepaliveInterval, at least 3 s
   int workers = 4;
+  // Events already forwarded to this consumer, shared by its successive streams. Optional
+  // (null: this session's own, so every existing Event counts as unsent).
+  std::shared_ptr<SentEvents> sentEvents;
 };
 
 // Messages and bytes (serialized protobuf size) each way, for one session or a total.

@@ -8,11 +8,14 @@
 
 #include "kube/informer.h"
 #include "kube/object.h"
+#include "reflection/pod_dependencies.h"
 #include "reflection/pod_reflector.h"
+#include "reflection/provider_applier.h"
 #include "reflection/reflector.h"
 #include "reflection/stream_client.h"
 #include "vnode/capacity.h"
 #include "vnode/kubelet_server.h"
+#include "vnode/namespace_offloads.h"
 #include "vnode/node_controller.h"
 #include "vnode/serving_cert.h"
 #include "vnode/stream_health.h"
@@ -79,7 +82,10 @@ kube::Status VirtualKubelet::start() {
     started_ = true;
   }
   const std::shared_ptr<peering::LivePeering> peering = opts_.peering;
-  const reflection::NamespaceMapping mapping(peering->consumerId(), opts_.naming);
+  namespaces_ = std::make_unique<NamespaceOffloads>(local_, peering->providerName(), opts_.naming);
+  NamespaceOffloads* offloads = namespaces_.get();
+  const reflection::NamespaceMapping mapping(
+      peering->consumerId(), [offloads](std::string_view ns) { return offloads->naming(ns); });
 
   NodeControllerOptions no;
   no.node.providerName = peering->providerName();
@@ -154,7 +160,9 @@ kube::Status VirtualKubelet::start() {
   if (kube::Status s = reflector_->registerKind(
           std::make_unique<GatedPodReflector>(
               std::move(inner),
-              [stream] { return stream->connected() && stream->remoteSynced(); }),
+              [stream, offloads] {
+                return stream->connected() && stream->remoteSynced() && offloads->hasSynced();
+              }),
           ko);
       !s.ok()) {
     return s;
@@ -166,6 +174,14 @@ kube::Status VirtualKubelet::start() {
       {enqueue, [enqueue](const kube::ObjectPtr&, const kube::ObjectPtr& n) { enqueue(n); },
        enqueue});
 
+  namespaces_->start([this, mapping](const std::string& ns, reflection::NamingStrategy naming) {
+    kube::Result<std::string> remote =
+        reflection::NamespaceMapping(mapping.consumerId(), naming).remoteNamespace(ns);
+    if (!remote.ok()) return;
+    std::lock_guard<std::mutex> l(mu_);
+    releases_.push_back(*remote);
+    cv_.notify_all();
+  });
   node_ = std::make_unique<NodeController>(local_, no);
   if (kube::Status s = node_->start(); !s.ok()) return s;
   reflector_->start();
@@ -219,6 +235,7 @@ void VirtualKubelet::stop() {
     thread_.join();
   }
   if (pods_) pods_->stop();
+  if (namespaces_) namespaces_->stop();
   if (reflector_) reflector_->stop();
   if (node_) node_->stop();
 }
@@ -241,6 +258,8 @@ void VirtualKubelet::onStreamConnected() {
 }
 
 void VirtualKubelet::onProviderEvent(const json& event, const std::string& originUid) {
+  if (seenEvents_.sent(event)) return;
+  seenEvents_.record(event);
   std::lock_guard<std::mutex> l(mu_);
   if (events_.size() >= 1000) events_.pop_front();  // a storm: keep the newest
   events_.emplace_back(event, originUid);
@@ -250,16 +269,47 @@ void VirtualKubelet::onProviderEvent(const json& event, const std::string& origi
 bool VirtualKubelet::resyncNow() {
   if (!pods_->hasSynced() || !stream_->connected() || !stream_->remoteSynced()) return false;
   std::vector<std::string> uids;
+  std::set<std::pair<std::string, std::string>> deps;  // ("ns/name", Kind)
   for (const kube::ObjectPtr& p : pods_->cache().list()) {
     uids.push_back(kube::getUid(*p));
     (void)reflector_->enqueue("Pod", kube::objectKey(*p));
+    const std::string ns = kube::getNamespace(*p);
+    reflection::PodDependencies d = reflection::podDependencies(*p);
+    for (const std::string& n : d.configMaps) deps.emplace(ns + "/" + n, "ConfigMap");
+    for (const std::string& n : d.secrets) deps.emplace(ns + "/" + n, "Secret");
+    if (!d.serviceAccount.empty() && d.serviceAccount != "default") {
+      deps.emplace(ns + "/" + d.serviceAccount, "ServiceAccount");
+    }
+  }
+  // The live origins of what travelled with the Pods, so that the provider keeps those
+  // (it deletes unused ones whose origin is not listed).
+  for (const auto& [key, kind] : deps) {
+    const size_t slash = key.find('/');
+    kube::Result<kube::ResourceRef> r = reflection::resourceOfKind(kind);
+    if (!r.ok()) continue;
+    kube::Result<json> obj = local_.get(*r, key.substr(0, slash), key.substr(slash + 1));
+    if (obj.ok()) uids.push_back(kube::getUid(*obj));
   }
   kube::Status s = stream_->resyncDone(uids);
   if (!s.ok()) {
     spdlog::warn("event=resync_done_failed node={} error=\"{}\"", nodeName_, s.error().message);
     return false;
   }
-  spdlog::info("event=resync_done node={} local_pods={}", nodeName_, uids.size());
+  spdlog::info("event=resync_done node={} live_origins={}", nodeName_, uids.size());
+  return true;
+}
+
+bool VirtualKubelet::releaseNamespace(const std::string& remoteNs) {
+  kube::Result<json> r = stream_->remove(reflection::StreamMessage::removeNamespace(remoteNs));
+  if (r.ok()) {
+    spdlog::info("event=remote_namespace_released node={} namespace={}", nodeName_, remoteNs);
+    return true;
+  }
+  const kube::Code c = r.error().code;
+  if (c == kube::Code::Unavailable || c == kube::Code::ServerTimeout) return false;
+  // Not ours (a namespace Strait did not create for this consumer): left alone.
+  spdlog::warn("event=remote_namespace_not_released node={} namespace={} error=\"{}\"", nodeName_,
+               remoteNs, r.error().message);
   return true;
 }
 
@@ -292,6 +342,14 @@ void VirtualKubelet::housekeeping(std::stop_token stop) {
       l.unlock();
       recordEvent(ev, uid);
       l.lock();
+    }
+    if (!releases_.empty() && stream_->connected()) {
+      std::string ns = std::move(releases_.front());
+      releases_.pop_front();
+      l.unlock();
+      const bool done = releaseNamespace(ns);
+      l.lock();
+      if (!done) releases_.push_back(std::move(ns));
     }
     if (resyncPending_) {
       l.unlock();

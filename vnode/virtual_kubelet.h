@@ -7,8 +7,13 @@
 //  - the PodReflector, writing through a StreamClient (one bidirectional gRPC stream to the
 //    provider agent, dialled on the peering's current mTLS client);
 //  - "does not fit any single provider node" from the provider summary;
-//  - provider Events about a remote Pod recorded as Events on the local Pod;
+//  - provider Events about a remote Pod recorded as Events on the local Pod (once each: the
+//    provider re-sends recent ones after a reconnection);
 //  - the kubelet API (kubectl logs / exec on offloaded Pods), relayed to the provider;
+//  - the offloaded namespaces (NamespaceOffloads): each namespace's naming (default or
+//    same) for the mapping, and, when one stops being offloaded here, a DELETE of its
+//    remote namespace on the stream (the provider deletes it only if it created it for
+//    this consumer);
 //  - after every (re)connection, once the provider's initial list and the local informer
 //    are in: every local Pod is enqueued and RESYNC_DONE carries their uids (only then may
 //    the provider delete remote Pods whose origin is gone).
@@ -32,6 +37,7 @@
 #include "kube/client.h"
 #include "peering/observer.h"
 #include "reflection/namespace_mapping.h"
+#include "reflection/sent_events.h"
 
 namespace strait::kube {
 class Informer;
@@ -44,6 +50,7 @@ class StreamClient;
 namespace strait::vnode {
 
 class KubeletServer;
+class NamespaceOffloads;
 class NodeController;
 class StreamHealth;
 
@@ -91,6 +98,8 @@ class VirtualKubelet {
   void onProviderEvent(const nlohmann::json& event, const std::string& originUid);
   void housekeeping(std::stop_token stop);
   bool resyncNow();
+  // Sends the DELETE of one released remote namespace; false to try again later.
+  bool releaseNamespace(const std::string& remoteNs);
   // Serving certificate by CSR, then the kubelet API server on nodeAddress:kubeletPort.
   kube::Status startKubeletServer();
   void recordEvent(const nlohmann::json& remoteEvent, const std::string& originUid);
@@ -107,12 +116,15 @@ class VirtualKubelet {
   std::unique_ptr<reflection::Reflector> reflector_;
   std::unique_ptr<NodeController> node_;
   std::unique_ptr<KubeletServer> kubelet_;
+  std::unique_ptr<NamespaceOffloads> namespaces_;
 
   mutable std::mutex mu_;  // guards the fields below
   std::condition_variable_any cv_;
   bool resyncPending_ = false;
   uint64_t resyncs_ = 0;
   std::deque<std::pair<nlohmann::json, std::string>> events_;  // (event, origin uid)
+  std::deque<std::string> releases_;  // remote namespaces to delete (unoffloaded)
+  reflection::SentEvents seenEvents_;  // provider Events recorded (a reconnect may repeat some)
   bool started_ = false;
   std::array<uint64_t, 3> loggedCounters_{};  // housekeeping thread only
   std::jthread thread_;  // housekeeping: resync and event recording

@@ -173,6 +173,7 @@ class VnodeStreamTest : public ::testing::Test {
     so.onEvent = [this](const json& ev, const std::string& originUid) {
       std::lock_guard<std::mutex> l(mu_);
       events_.push_back({ev.value("reason", ""), originUid});
+      eventMessages_.push_back({ev.value("reason", ""), ev.value("message", "")});
     };
     stream = std::make_unique<reflection::StreamClient>(so);
 
@@ -268,6 +269,7 @@ class VnodeStreamTest : public ::testing::Test {
   std::atomic<int> connects{0};
   std::mutex mu_;
   std::vector<std::pair<std::string, std::string>> events_;  // reason, origin uid
+  std::vector<std::pair<std::string, std::string>> eventMessages_;  // reason, message
   int kubectlRuns_ = 0;
 };
 
@@ -490,6 +492,151 @@ TEST_F(VnodeStreamTest, PartitionFailsCallsThenSyncsOnlyTheDifference) {
   EXPECT_GE(appliedAfter, 2u);
   EXPECT_LE(appliedAfter, 3u);
   RecordProperty("applies_after_reconnect", static_cast<int>(appliedAfter));
+}
+
+// The ConfigMaps and Secrets that travelled with a Pod are swept after the resync once no
+// reflected Pod uses them and their origin is gone; one still used stays, and so does a
+// user's own ConfigMap in the mapped namespace.
+TEST_F(VnodeStreamTest, OrphanConfigMapsAndSecretsSweptAfterResyncUsedOnesStay) {
+  startConsumer(/*viaProxy=*/true);
+  for (const char* cm : {"gone-cm", "kept-cm"}) {
+    json c = json::parse(kConfigMap);
+    c["metadata"]["name"] = cm;
+    ASSERT_EQ(kubectlHome({"apply", "-f", "-"}, c.dump()).exitCode, 0);
+  }
+  ASSERT_EQ(kubectlHome({"create", "secret", "generic", "gone-secret", "-n", "web",
+                         "--from-literal", "k=v"})
+                .exitCode,
+            0);
+  json p1 = json::parse(podJson("sweep-1", "100m", false));
+  p1["spec"]["volumes"] = json::parse(R"([{"name":"c","configMap":{"name":"gone-cm"}},
+    {"name":"s","secret":{"secretName":"gone-secret"}}])");
+  json p2 = json::parse(podJson("sweep-2", "100m", false));
+  p2["spec"]["volumes"] = json::parse(R"([{"name":"c","configMap":{"name":"kept-cm"}}])");
+  ASSERT_EQ(kubectlHome({"apply", "-f", "-"}, p1.dump()).exitCode, 0);
+  ASSERT_EQ(kubectlHome({"apply", "-f", "-"}, p2.dump()).exitCode, 0);
+  ASSERT_TRUE(waitFor([&] {
+    return cloud->get(res::kPods, kRemoteNs, "sweep-1").ok() &&
+           cloud->get(res::kPods, kRemoteNs, "sweep-2").ok() &&
+           cloud->get(res::kConfigMaps, kRemoteNs, "gone-cm").ok() &&
+           cloud->get(res::kSecrets, kRemoteNs, "gone-secret").ok() &&
+           cloud->get(res::kConfigMaps, kRemoteNs, "kept-cm").ok();
+  }, 30s)) << agent_->logs().substr(0, 3000);
+  json users = json::parse(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"users-cm"}})");
+  ASSERT_TRUE(cloud->create(res::kConfigMaps, kRemoteNs, users).ok());
+
+  // While the stream is cut, the Pod and what it used go on the consumer.
+  proxy->cut();
+  ASSERT_TRUE(waitFor([&] { return !stream->connected(); }, 30s));
+  kube::DeleteOptions now;
+  now.gracePeriodSeconds = 0;
+  ASSERT_TRUE(home->remove(res::kPods, "web", "sweep-1", now).ok());
+  ASSERT_TRUE(home->remove(res::kConfigMaps, "web", "gone-cm").ok());
+  ASSERT_TRUE(home->remove(res::kSecrets, "web", "gone-secret").ok());
+  proxy->resume();
+
+  ASSERT_TRUE(waitFor([&] {
+    return cloud->get(res::kConfigMaps, kRemoteNs, "gone-cm").code() == kube::Code::NotFound &&
+           cloud->get(res::kSecrets, kRemoteNs, "gone-secret").code() == kube::Code::NotFound;
+  }, 60s)) << agent_->logs();
+  EXPECT_NE(agent_->logs().find("event=remote_orphan_deleted kind=ConfigMap"), std::string::npos);
+  EXPECT_TRUE(cloud->get(res::kConfigMaps, kRemoteNs, "kept-cm").ok());
+  EXPECT_TRUE(cloud->get(res::kConfigMaps, kRemoteNs, "users-cm").ok());
+  EXPECT_TRUE(cloud->get(res::kPods, kRemoteNs, "sweep-2").ok());
+}
+
+// The provider's Events about a Pod raised while the stream is down arrive after the
+// reconnection: the newest 256 of those not sent yet, never the older ones.
+TEST_F(VnodeStreamTest, EventsDuringAPartitionArriveAfterReconnectNewest256) {
+  startConsumer(/*viaProxy=*/true);
+  ASSERT_EQ(kubectlHome({"apply", "-f", "-"}, podJson("ev", "100m", false)).exitCode, 0);
+  json remote;
+  ASSERT_TRUE(waitFor([&] {
+    auto r = cloud->get(res::kPods, kRemoteNs, "ev");
+    if (!r.ok()) return false;
+    remote = *r;
+    return true;
+  }, 30s));
+  auto eventAbout = [&](const std::string& name, const std::string& reason, const std::string& msg) {
+    return json{{"apiVersion", "v1"},
+                {"kind", "Event"},
+                {"metadata", {{"name", name}, {"namespace", kRemoteNs}}},
+                {"involvedObject",
+                 {{"kind", "Pod"}, {"namespace", kRemoteNs}, {"name", "ev"},
+                  {"uid", kube::getUid(remote)}}},
+                {"reason", reason},
+                {"message", msg},
+                {"type", "Normal"}};
+  };
+  auto received = [&](const std::string& reason) {
+    std::vector<std::string> out;
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [r, uid] : events_) {
+      if (r == reason) out.push_back(uid);
+    }
+    return out;
+  };
+  ASSERT_TRUE(cloud->create(res::kEvents, kRemoteNs, eventAbout("ev.before", "BeforeCut", "")).ok());
+  ASSERT_TRUE(waitFor([&] { return !received("BeforeCut").empty(); }, 30s));
+
+  auto count = [&](const std::string& what) {
+    const std::string logs = agent_->logs();
+    size_t n = 0;
+    for (size_t at = logs.find(what); at != std::string::npos; at = logs.find(what, at + 1)) ++n;
+    return n;
+  };
+  const size_t endedBefore = count("event=stream_session_ended");
+  proxy->cut();
+  ASSERT_TRUE(waitFor([&] { return !stream->connected(); }, 30s));
+  // 300 Events while the stream is down.
+  for (int i = 0; i < 300; i++) {
+    ASSERT_TRUE(cloud->create(res::kEvents, kRemoteNs,
+                              eventAbout("ev.burst-" + std::to_string(i), "Burst", std::to_string(i)))
+                    .ok());
+  }
+  // The provider notices the silence and ends the old session before the consumer is back.
+  ASSERT_TRUE(waitFor([&] { return count("event=stream_session_ended") > endedBefore; }, 30s))
+      << agent_->logs();
+  const size_t backlogsBefore = count("event=stream_event_backlog_sent");
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    events_.clear();
+    eventMessages_.clear();
+  }
+  proxy->resume();
+  auto others = [&] {
+    std::string out;
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [reason, message] : eventMessages_) {
+      if (reason != "Burst") out += reason + ": " + message + "\n";
+    }
+    return out;
+  };
+  // The new session sends its backlog; the stream is ordered, so once two more messages
+  // (keepalives) came after that, all of it is in.
+  ASSERT_TRUE(waitFor([&] { return count("event=stream_event_backlog_sent") > backlogsBefore; }, 60s))
+      << agent_->logs();
+  const uint64_t in = stream->counters().messagesIn;
+  ASSERT_TRUE(waitFor([&] { return stream->counters().messagesIn >= in + 2; }, 30s));
+  // The newest 256 unsent Events: the cloud scheduler's FailedScheduling about the Pod (it
+  // has no nodes; its Event is updated as it retries) may be among them, so the bursts are
+  // the newest 250-256 of the 300, each once, never an older one.
+  std::set<int> burst;
+  size_t bursts = 0;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [reason, message] : eventMessages_) {
+      if (reason != "Burst") continue;
+      ++bursts;
+      burst.insert(std::stoi(message));
+    }
+  }
+  EXPECT_EQ(bursts, burst.size()) << others();
+  EXPECT_GE(burst.size(), 250u) << others();
+  EXPECT_LE(burst.size(), 256u);
+  ASSERT_FALSE(burst.empty());
+  EXPECT_EQ(*burst.rbegin() - *burst.begin() + 1, static_cast<int>(burst.size()));  // contiguous
+  EXPECT_EQ(*burst.rbegin(), 299);
 }
 
 }  // namespace

@@ -25,6 +25,21 @@ TEST(NamespaceMapping, SameNameKeepsTheName) {
   EXPECT_EQ(m.localNamespace("Not_Valid"), std::nullopt);
 }
 
+TEST(NamespaceMapping, PerNamespaceLookupMapsEachWayByItsOwnStrategy) {
+  NamespaceMapping m(kId, [](std::string_view ns) {
+    return ns == "mine" || ns == ("web-" + kId) ? NamingStrategy::SameName : NamingStrategy::Default;
+  });
+  EXPECT_EQ(*m.remoteNamespace("mine"), "mine");
+  EXPECT_EQ(*m.remoteNamespace("web"), "web-" + kId);
+  EXPECT_EQ(m.localNamespace("mine"), "mine");
+  EXPECT_EQ(m.localNamespace("web"), std::nullopt);  // web uses the default naming
+  EXPECT_EQ(m.localNamespace("other-" + kId), "other");
+  // "web-<id>" is itself a same-name namespace here, and "web" is default-named: both
+  // readings agree on "web" first (the default), which wins.
+  EXPECT_EQ(m.localNamespace("web-" + kId), "web");
+  EXPECT_EQ(m.strategyFor("mine"), NamingStrategy::SameName);
+}
+
 TEST(NamespaceMapping, TooLongMappedNameIsAClearError) {
   NamespaceMapping m(kId, NamingStrategy::Default);
   std::string ns26(26, 'a');

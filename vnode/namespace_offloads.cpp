@@ -1,0 +1,65 @@
+// The offloaded namespaces of one provider's virtual kubelet (see namespace_offloads.h).
+#include "vnode/namespace_offloads.h"
+
+#include <spdlog/spdlog.h>
+
+#include "kube/informer.h"
+#include "kube/object.h"
+#include "vnode/offloading.h"
+
+namespace strait::vnode {
+
+using nlohmann::json;
+
+NamespaceOffloads::NamespaceOffloads(kube::Client& local, std::string providerName,
+                                     reflection::NamingStrategy fallback)
+    : local_(local), providerName_(std::move(providerName)), fallback_(fallback) {}
+
+NamespaceOffloads::~NamespaceOffloads() { stop(); }
+
+void NamespaceOffloads::start(ReleasedFn onReleased) {
+  onReleased_ = std::move(onReleased);
+  informer_ = std::make_unique<kube::Informer>(
+      local_, kube::InformerOptions{kube::resources::kNamespaces, "", "", ""});
+  informer_->addHandlers(
+      {[this](const kube::ObjectPtr& n) { observe(*n, false); },
+       [this](const kube::ObjectPtr&, const kube::ObjectPtr& n) { observe(*n, false); },
+       [this](const kube::ObjectPtr& n) { observe(*n, true); }});
+  informer_->start();
+}
+
+void NamespaceOffloads::stop() {
+  if (informer_) informer_->stop();
+}
+
+bool NamespaceOffloads::hasSynced() const { return informer_ && informer_->hasSynced(); }
+
+reflection::NamingStrategy NamespaceOffloads::naming(std::string_view localNs) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = naming_.find(localNs);
+  return it == naming_.end() ? fallback_ : it->second;
+}
+
+void NamespaceOffloads::observe(const json& nsObj, bool deleted) {
+  const std::string name = kube::getName(nsObj);
+  if (name.empty()) return;
+  Offloading o = offloadingOf(nsObj);
+  const bool here = !deleted && o.offloaded && (o.provider.empty() || o.provider == providerName_);
+  reflection::NamingStrategy released{};
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (here) {
+      naming_[name] = o.naming;
+      offloaded_.insert(name);
+      return;
+    }
+    if (!offloaded_.erase(name)) return;
+    auto it = naming_.find(name);
+    released = it == naming_.end() ? fallback_ : it->second;
+  }
+  spdlog::info("event=namespace_offload_released namespace={} provider={} naming={}", name,
+               providerName_, reflection::namingStrategyName(released));
+  if (onReleased_) onReleased_(name, released);
+}
+
+}  // namespace strait::vnode

@@ -1,0 +1,65 @@
+#pragma once
+// The consumer's offloaded namespaces as the virtual kubelet of one provider sees them (read
+// from the Namespace objects, vnode/offloading.h): a Namespace informer that gives
+//  - naming(localNs): the strategy of each namespace offloaded to this provider (its
+//    strait.io/namespace-naming), kept after the namespace stops being offloaded so that
+//    Pods still being deleted map to where their remote copies are; `fallback` for a
+//    namespace never seen offloaded. Feeds reflection::NamespaceMapping's per-namespace lookup;
+//  - onReleased(localNs, naming): a namespace offloaded to this provider no longer is (the
+//    label removed by `strait unoffload`, another provider chosen, or the namespace deleted),
+//    so that its remote namespace can be deleted.
+// A namespace offloaded to "any provider" (no strait.io/offload-providers) counts for all.
+//
+// Thread-safe: naming() and hasSynced() from any thread; onReleased runs on the informer's
+// thread and must not block for long. start/stop from one thread.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "kube/client.h"
+#include "reflection/namespace_mapping.h"
+
+namespace strait::kube {
+class Informer;
+}
+
+namespace strait::vnode {
+
+class NamespaceOffloads {
+ public:
+  using ReleasedFn =
+      std::function<void(const std::string& localNs, reflection::NamingStrategy naming)>;
+
+  // `local` is borrowed and must outlive this. `providerName` is the ForeignCluster name of
+  // the provider (what `--remote-name` names). No I/O.
+  NamespaceOffloads(kube::Client& local, std::string providerName,
+                    reflection::NamingStrategy fallback);
+  ~NamespaceOffloads();  // stop()
+
+  // Starts the informer. Call once.
+  void start(ReleasedFn onReleased);
+  // Stops the informer. Idempotent.
+  void stop();
+  // True once the first list of Namespaces is in.
+  bool hasSynced() const;
+  reflection::NamingStrategy naming(std::string_view localNs) const;
+
+ private:
+  void observe(const nlohmann::json& ns, bool deleted);
+
+  kube::Client& local_;
+  const std::string providerName_;
+  const reflection::NamingStrategy fallback_;
+  std::unique_ptr<kube::Informer> informer_;
+  ReleasedFn onReleased_;
+  mutable std::mutex mu_;  // guards the fields below
+  std::map<std::string, reflection::NamingStrategy, std::less<>> naming_;
+  std::set<std::string> offloaded_;  // offloaded to this provider now
+};
+
+}  // namespace strait::vnode
