@@ -267,7 +267,10 @@ void VirtualKubelet::onProviderEvent(const json& event, const std::string& origi
 }
 
 bool VirtualKubelet::resyncNow() {
-  if (!pods_->hasSynced() || !stream_->connected() || !stream_->remoteSynced()) return false;
+  if (!pods_->hasSynced() || !namespaces_->hasSynced() || !stream_->connected() ||
+      !stream_->remoteSynced()) {
+    return false;  // the gate of GatedPodReflector: keys it dropped are enqueued here
+  }
   std::vector<std::string> uids;
   std::set<std::pair<std::string, std::string>> deps;  // ("ns/name", Kind)
   for (const kube::ObjectPtr& p : pods_->cache().list()) {
