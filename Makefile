@@ -28,6 +28,7 @@ demo: build
 	@$(BUILD)/strait demo --keep $(DEMO_FLAGS)
 
 bench: build
+	@cmake --build $(BUILD) -j $(JOBS) --target benchmarks
 	@./scripts/run-bench.sh $(BUILD)
 
 clean:
