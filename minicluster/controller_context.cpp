@@ -86,6 +86,7 @@ void ControllerManager::start() {
   if (started_) return;
   started_ = true;
   controllers_.push_back(newReplicaSetController(ctx_));
+  controllers_.push_back(newDaemonSetController(ctx_));
   controllers_.push_back(newDeploymentController(ctx_));
   controllers_.push_back(newEndpointsController(ctx_));
   controllers_.push_back(newEndpointSliceController(ctx_));

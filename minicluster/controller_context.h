@@ -70,6 +70,7 @@ class Controller {
 };
 
 std::unique_ptr<Controller> newReplicaSetController(ControllerContext& ctx);
+std::unique_ptr<Controller> newDaemonSetController(ControllerContext& ctx);
 std::unique_ptr<Controller> newDeploymentController(ControllerContext& ctx);
 std::unique_ptr<Controller> newEndpointsController(ControllerContext& ctx);
 std::unique_ptr<Controller> newEndpointSliceController(ControllerContext& ctx);

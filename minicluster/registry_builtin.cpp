@@ -68,6 +68,8 @@ std::vector<ResourceInfo> builtinResources() {
       make("", "services", "Service", "service", kNamespaced, {"svc"}, {"all"}, kAllVerbs,
            {"status"}),
       // apps/v1
+      make("apps", "daemonsets", "DaemonSet", "daemonset", kNamespaced, {"ds"}, {"all"},
+           kAllVerbs, {"status"}),
       make("apps", "deployments", "Deployment", "deployment", kNamespaced, {"deploy"}, {"all"},
            kAllVerbs, {"scale", "status"}),
       make("apps", "replicasets", "ReplicaSet", "replicaset", kNamespaced, {"rs"}, {"all"},

@@ -10,6 +10,7 @@
 #include "kube/object.h"
 #include "minicluster/controller_context.h"
 #include "minicluster/controller_ref.h"
+#include "minicluster/expectations.h"
 #include "minicluster/json_access.h"
 #include "minicluster/pod_util.h"
 #include "minicluster/work_queue.h"
@@ -18,55 +19,7 @@ namespace strait::minicluster {
 namespace {
 
 using json = nlohmann::json;
-using Clock = std::chrono::steady_clock;
 constexpr int kBurstReplicas = 500;
-constexpr auto kExpectationsTimeout = std::chrono::minutes(5);
-
-// Pending creates and deletes per ReplicaSet key (upstream ControllerExpectations with UID
-// tracking for deletions). Thread-safe.
-class Expectations {
- public:
-  bool satisfied(const std::string& key) {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = map_.find(key);
-    if (it == map_.end()) return true;
-    const auto& e = it->second;
-    return (e.adds <= 0 && e.deletes.empty()) || Clock::now() - e.since > kExpectationsTimeout;
-  }
-  void expectCreations(const std::string& key, int n) {
-    std::lock_guard<std::mutex> l(mu_);
-    auto& e = map_[key];
-    e.adds = n;
-    e.since = Clock::now();
-  }
-  void creationObserved(const std::string& key) {
-    std::lock_guard<std::mutex> l(mu_);
-    if (auto it = map_.find(key); it != map_.end()) --it->second.adds;
-  }
-  void expectDeletions(const std::string& key, const std::set<std::string>& podKeys) {
-    std::lock_guard<std::mutex> l(mu_);
-    auto& e = map_[key];
-    e.deletes = podKeys;
-    e.since = Clock::now();
-  }
-  void deletionObserved(const std::string& key, const std::string& podKey) {
-    std::lock_guard<std::mutex> l(mu_);
-    if (auto it = map_.find(key); it != map_.end()) it->second.deletes.erase(podKey);
-  }
-  void forget(const std::string& key) {
-    std::lock_guard<std::mutex> l(mu_);
-    map_.erase(key);
-  }
-
- private:
-  struct Entry {
-    int adds = 0;
-    std::set<std::string> deletes;
-    Clock::time_point since;
-  };
-  std::mutex mu_;
-  std::map<std::string, Entry> map_;  // protected by mu_
-};
 
 class ReplicaSetController : public Controller {
  public:

@@ -220,6 +220,10 @@ void prepareForCreate(const ResourceInfo& info, json& obj) {
   } else if (is(info, "apps", "replicasets")) {
     defaultWorkload(obj, false);
     obj["status"] = {{"replicas", 0}};
+  } else if (is(info, "apps", "daemonsets")) {
+    defaultWorkload(obj, false);
+    if (obj["spec"].is_object()) obj["spec"].erase("replicas");
+    prepareDaemonSetCreate(obj);
   } else if (is(info, "", "services")) {
     defaultService(obj);
   } else if (is(info, "", "namespaces")) {
@@ -312,6 +316,10 @@ void prepareForUpdate(const ResourceInfo& info, const std::string& subresource, 
     defaultWorkload(obj, true);
   } else if (is(info, "apps", "replicasets")) {
     defaultWorkload(obj, false);
+  } else if (is(info, "apps", "daemonsets")) {
+    defaultWorkload(obj, false);
+    if (obj["spec"].is_object()) obj["spec"].erase("replicas");
+    prepareDaemonSetUpdate(obj, old);
   } else if (is(info, "", "services")) {
     if (obj.contains("spec") && old.contains("spec") && old["spec"].contains("clusterIP") &&
         (!obj["spec"].contains("clusterIP") || obj["spec"]["clusterIP"] == "")) {
@@ -418,6 +426,15 @@ kube::Status validateObject(const ResourceInfo& info, const json& obj, bool isCr
       required("spec.selector");
     }
     if (!spec.contains("template") || !spec["template"].is_object()) {
+      required("spec.template");
+    } else {
+      checkContainers(spec["template"].value("spec", json::object()), "spec.template.spec");
+    }
+  } else if (is(info, "apps", "daemonsets")) {
+    auto more = validateDaemonSetSpec(obj);
+    causes.insert(causes.end(), more.begin(), more.end());
+    const json spec = obj.value("spec", json::object());
+    if (!spec.is_object() || !spec.contains("template") || !spec["template"].is_object()) {
       required("spec.template");
     } else {
       checkContainers(spec["template"].value("spec", json::object()), "spec.template.spec");

@@ -39,6 +39,21 @@ std::vector<std::string> unknownFields(const ResourceInfo& info, const nlohmann:
 // set it before serving (`--default-toleration-seconds`). Thread-safe.
 void setDefaultTolerationSeconds(int64_t seconds);
 
+// DaemonSet rules (daemonset_strategy.cpp), used by the functions above. The annotation
+// holding the template generation (upstream's deprecated.daemonset.template.generation:
+// "1" on create, +1 on each update that changes spec.template).
+inline constexpr const char* kDaemonSetTemplateGenerationAnnotation =
+    "deprecated.daemonset.template.generation";
+// Defaults: updateStrategy RollingUpdate (maxUnavailable 1, maxSurge 0), revisionHistoryLimit 10.
+void defaultDaemonSet(nlohmann::json& obj);
+// Create: defaults, template generation 1, zero status.
+void prepareDaemonSetCreate(nlohmann::json& obj);
+// Main-resource update: defaults, template generation bumped when the template changed.
+void prepareDaemonSetUpdate(nlohmann::json& obj, const nlohmann::json& old);
+// Spec problems with upstream paths and messages (selector required, non-empty, matching the
+// template labels; restartPolicy Always; update strategy type and rolling parameters).
+std::vector<kube::Cause> validateDaemonSetSpec(const nlohmann::json& obj);
+
 // Pod QoS class from requests and limits: Guaranteed, Burstable or BestEffort.
 std::string podQosClass(const nlohmann::json& pod);
 

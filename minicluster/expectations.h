@@ -1,0 +1,63 @@
+#pragma once
+// Pending creates and deletes per owner key (upstream ControllerExpectations with UID
+// tracking for deletions): keeps a controller (ReplicaSet, DaemonSet) from creating or
+// deleting again while its own earlier writes have not reached its pod informer yet.
+// Entries expire after five minutes (a lost watch event never blocks an owner for good).
+// Thread-safe.
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+namespace strait::minicluster {
+
+class Expectations {
+  using Clock = std::chrono::steady_clock;
+  static constexpr auto kExpectationsTimeout = std::chrono::minutes(5);
+
+ public:
+  bool satisfied(const std::string& key) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) return true;
+    const auto& e = it->second;
+    return (e.adds <= 0 && e.deletes.empty()) || Clock::now() - e.since > kExpectationsTimeout;
+  }
+  void expectCreations(const std::string& key, int n) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto& e = map_[key];
+    e.adds = n;
+    e.since = Clock::now();
+  }
+  void creationObserved(const std::string& key) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (auto it = map_.find(key); it != map_.end()) --it->second.adds;
+  }
+  void expectDeletions(const std::string& key, const std::set<std::string>& podKeys) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto& e = map_[key];
+    e.deletes = podKeys;
+    e.since = Clock::now();
+  }
+  void deletionObserved(const std::string& key, const std::string& podKey) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (auto it = map_.find(key); it != map_.end()) it->second.deletes.erase(podKey);
+  }
+  void forget(const std::string& key) {
+    std::lock_guard<std::mutex> l(mu_);
+    map_.erase(key);
+  }
+
+ private:
+  struct Entry {
+    int adds = 0;
+    std::set<std::string> deletes;
+    Clock::time_point since;
+  };
+  std::mutex mu_;
+  std::map<std::string, Entry> map_;  // protected by mu_
+};
+
+}  // namespace strait::minicluster
