@@ -7,6 +7,7 @@
 #include "kube/informer.h"
 #include "kube/json_parse.h"
 #include "kube/object.h"
+#include "vnode/daemonset_webhook.h"
 #include "vnode/https_endpoint.h"
 
 namespace strait::vnode {
@@ -20,6 +21,7 @@ namespace {
 const kube::ResourceRef kMutatingWebhookConfigurations{
     "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", false};
 constexpr const char* kPath = "/mutate-pods";
+constexpr const char* kDaemonSetPath = "/mutate-daemonsets";
 
 }  // namespace
 
@@ -49,13 +51,28 @@ std::string WebhookServer::review(const std::string& body) {
   return answer.dump();
 }
 
+std::string WebhookServer::reviewDaemonSet(const std::string& body) {
+  kube::Result<json> parsed = kube::parseJson(body);
+  json answer = admitDaemonSet(parsed.ok() ? *parsed : json());
+  if (answer["response"].contains("patch")) {
+    const json& req = parsed->at("request");
+    spdlog::info("event=daemonset_kept_off_virtual_nodes namespace={} name={} operation={}",
+                 req.value("namespace", ""),
+                 req.contains("object") ? kube::getName(req["object"]) : std::string(),
+                 req.value("operation", ""));
+  }
+  return answer.dump();
+}
+
 uint16_t WebhookServer::port() const { return server_ ? server_->port() : 0; }
 
-std::string WebhookServer::url() const {
+std::string WebhookServer::url() const { return urlFor(kPath); }
+
+std::string WebhookServer::urlFor(const std::string& path) const {
   std::string host = opts_.urlHost;
   if (host.empty()) host = opts_.listenHost == "0.0.0.0" ? "127.0.0.1" : opts_.listenHost;
   if (host.find(':') != std::string::npos && host.front() != '[') host = "[" + host + "]";
-  return "https://" + host + ":" + std::to_string(port()) + kPath;
+  return "https://" + host + ":" + std::to_string(port()) + path;
 }
 
 kube::Status WebhookServer::start() {
@@ -80,11 +97,15 @@ kube::Status WebhookServer::start() {
   kube::Result<std::unique_ptr<HttpsEndpoint>> server = startHttpsEndpoint(
       opts_.listenHost, opts_.listenPort, cert->certPem + opts_.ca.certPem, cert->keyPem,
       [this](const std::string& method, const std::string& path, const std::string& body) {
-        if (method != "POST" || path != kPath) {
-          return HttpsReply{404, "application/json",
-                            R"({"message":"not found: POST )" + std::string(kPath) + R"( only"})"};
+        if (method == "POST" && path == kPath) {
+          return HttpsReply{200, "application/json", review(body)};
         }
-        return HttpsReply{200, "application/json", review(body)};
+        if (method == "POST" && path == kDaemonSetPath) {
+          return HttpsReply{200, "application/json", reviewDaemonSet(body)};
+        }
+        return HttpsReply{404, "application/json",
+                          R"({"message":"not found: POST )" + std::string(kPath) + " or " +
+                              kDaemonSetPath + R"( only"})"};
       });
   if (!server.ok()) return server.error();
   server_ = std::move(*server);
@@ -105,12 +126,23 @@ kube::Status WebhookServer::start() {
                      {"operations", json::array({"CREATE"})},
                      {"resources", json::array({"pods"})},
                      {"scope", "Namespaced"}}})}};
+  // DaemonSets in every namespace (kube-proxy and CNI agents live in kube-system and
+  // tolerate every taint): their Pods never belong on a virtual node.
+  json daemonSets = webhook;
+  daemonSets["name"] = "daemonsets.offloading.strait.io";
+  daemonSets["clientConfig"]["url"] = urlFor(kDaemonSetPath);
+  daemonSets.erase("namespaceSelector");
+  daemonSets["rules"] = json::array({{{"apiGroups", json::array({"apps"})},
+                                      {"apiVersions", json::array({"v1"})},
+                                      {"operations", json::array({"CREATE", "UPDATE"})},
+                                      {"resources", json::array({"daemonsets"})},
+                                      {"scope", "Namespaced"}}});
   json config = {{"apiVersion", "admissionregistration.k8s.io/v1"},
                  {"kind", "MutatingWebhookConfiguration"},
                  {"metadata",
                   {{"name", opts_.configName},
                    {"labels", {{"strait.io/managed-by", "strait"}}}}},
-                 {"webhooks", json::array({webhook})}};
+                 {"webhooks", json::array({webhook, daemonSets})}};
   kube::Result<json> cur = local_.get(kMutatingWebhookConfigurations, "", opts_.configName);
   kube::Result<json> stored = json();
   if (cur.ok()) {

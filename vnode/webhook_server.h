@@ -6,7 +6,9 @@
 //  - MutatingWebhookConfiguration `configName` (created or replaced on start): Pods, CREATE,
 //    namespaceSelector strait.io/offloaded=true (other namespaces never call out),
 //    failurePolicy Ignore (Strait down never blocks Pod creation), sideEffects None,
-//    timeoutSeconds 5, url https://<urlHost>:<port>/mutate-pods, caBundle = the CA;
+//    timeoutSeconds 5, url https://<urlHost>:<port>/mutate-pods, caBundle = the CA; and a
+//    second webhook, DaemonSets (apps/v1, CREATE and UPDATE) in every namespace, at
+//    /mutate-daemonsets (daemonset_webhook.h: keeps daemon Pods off virtual nodes);
 //  - a Namespace informer (offloaded ones) for lookups, with a GET on a miss (a namespace
 //    offloaded a moment ago).
 // Constructor does no I/O; start() does. Thread-safe: requests on the server's connection
@@ -55,9 +57,12 @@ class WebhookServer {
 
   // Answers one AdmissionReview body (for tests): the response JSON text.
   std::string review(const std::string& body);
+  // The same for the DaemonSet webhook.
+  std::string reviewDaemonSet(const std::string& body);
 
  private:
   std::optional<Offloading> lookup(const std::string& ns);
+  std::string urlFor(const std::string& path) const;
 
   kube::Client& local_;
   const WebhookServerOptions opts_;
