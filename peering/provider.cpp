@@ -577,7 +577,23 @@ kube::Status ProviderService::checkGrant(const std::string& consumerId, const js
   for (const json& p : more->value("items", json::array())) {
     if (seen.insert(p.value("/metadata/uid"_json_pointer, std::string())).second) all.push_back(p);
   }
-  ResourceMap used = podRequests(all);
+  return checkGrantUsage(consumerId, pod, granted, podRequests(all));
+}
+
+kube::Status ProviderService::admitPodWithUsage(const std::string& consumerId, const json& pod,
+                                                const ResourceMap& used) {
+  ResourceMap granted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = consumers_.find(consumerId);
+    if (it == consumers_.end()) return makeError(Code::Forbidden, "peering revoked");
+    granted = it->second.granted;
+  }
+  return checkGrantUsage(consumerId, pod, granted, used);
+}
+
+kube::Status ProviderService::checkGrantUsage(const std::string& consumerId, const json& pod,
+                                              const ResourceMap& granted, ResourceMap used) {
   ResourceMap asked = podRequests(json::array({pod}));
   for (const auto& [name, q] : asked) {
     if (q.isZero()) continue;

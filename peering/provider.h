@@ -85,6 +85,11 @@ class ProviderService final : public PeeringHandler {
   kube::Status admitPod(const std::string& consumerId, const nlohmann::json& pod) {
     return checkGrant(consumerId, pod);
   }
+  // As admitPod, with what the consumer's Pods already request summed by the caller (the
+  // reflection stream keeps it from its informer: reflection/pod_usage.h), so that no Pod
+  // is listed. Thread-safe.
+  kube::Status admitPodWithUsage(const std::string& consumerId, const nlohmann::json& pod,
+                                 const ResourceMap& used);
 
  private:
   struct Consumer {
@@ -114,6 +119,8 @@ class ProviderService final : public PeeringHandler {
   // Forbidden (saying which resource and by how much) if creating `pod` would take the
   // consumer's pods past its grant.
   kube::Status checkGrant(const std::string& consumerId, const nlohmann::json& pod);
+  kube::Status checkGrantUsage(const std::string& consumerId, const nlohmann::json& pod,
+                               const ResourceMap& granted, ResourceMap used);
   // The provider summary, recomputed when older than config_.summaryMaxAge. Thread-safe.
   ProviderSummary currentSummary(std::chrono::system_clock::time_point now);
   kube::Result<kube::ResourceRef> objectResource(const Caller& caller,

@@ -26,8 +26,20 @@ ProviderApplier::ProviderApplier(kube::Client& provider, NamespaceMapping mappin
     : provider_(provider), mapping_(std::move(mapping)) {}
 
 kube::Status ProviderApplier::ensureNamespace(const std::string& ns) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (namespaces_.count(ns)) return kube::Status::OK();
+  }
+  auto remember = [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    namespaces_.insert(ns);
+    return kube::Status::OK();
+  };
   kube::Result<json> got = provider_.get(res::kNamespaces, "", ns);
-  if (got.ok()) return namespaceRefusal(*got);
+  if (got.ok()) {
+    if (kube::Status st = namespaceRefusal(*got); !st.ok()) return st;
+    return remember();
+  }
   if (!kube::isNotFound(got.error())) return got.error();
   json nsObj = {{"apiVersion", "v1"},
                 {"kind", "Namespace"},
@@ -40,12 +52,13 @@ kube::Status ProviderApplier::ensureNamespace(const std::string& ns) {
   kube::Result<json> created = provider_.create(res::kNamespaces, "", nsObj);
   if (created.ok()) {
     spdlog::info("event=remote_namespace_created namespace={}", ns);
-    return kube::Status::OK();
+    return remember();
   }
   if (!kube::isAlreadyExists(created.error())) return created.error();
   got = provider_.get(res::kNamespaces, "", ns);  // created meanwhile: by whom?
   if (!got.ok()) return got.error();
-  return namespaceRefusal(*got);
+  if (kube::Status st = namespaceRefusal(*got); !st.ok()) return st;
+  return remember();
 }
 
 kube::Status ProviderApplier::namespaceRefusal(const json& nsObj) const {
@@ -68,6 +81,10 @@ kube::Status ProviderApplier::namespaceRefusal(const json& nsObj) const {
 }
 
 kube::Result<json> ProviderApplier::removeNamespace(const std::string& ns) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    namespaces_.erase(ns);
+  }
   kube::Result<json> got = provider_.get(res::kNamespaces, "", ns);
   if (!got.ok()) {
     if (kube::isNotFound(got.error())) return json();
@@ -98,7 +115,7 @@ kube::Result<json> ProviderApplier::get(const std::string& kind, const std::stri
   return got;
 }
 
-kube::Result<json> ProviderApplier::apply(const StreamMessage& m) {
+kube::Result<json> ProviderApplier::apply(const StreamMessage& m, bool likelyNew) {
   if (m.type != StreamMessageType::Apply) {
     return kube::makeError(kube::Code::BadRequest, "apply: not an APPLY message");
   }
@@ -116,15 +133,34 @@ kube::Result<json> ProviderApplier::apply(const StreamMessage& m) {
   }
   if (kube::Status s = ensureNamespace(m.ns); !s.ok()) return s.error();
 
-  kube::Result<json> current = provider_.get(*r, m.ns, m.name);
-  if (!current.ok()) {
-    if (!kube::isNotFound(current.error())) return current;
+  auto create = [&]() {
     kube::Result<json> created = provider_.create(*r, m.ns, m.object);
+    if (!created.ok() && !kube::isAlreadyExists(created.error())) {
+      // The namespace may have gone (or be terminating) since it was checked: the next
+      // apply checks it again; a missing one is created again right now, once.
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        namespaces_.erase(m.ns);
+      }
+      if (kube::isNotFound(created.error())) {
+        if (kube::Status s = ensureNamespace(m.ns); !s.ok()) return kube::Result<json>(s.error());
+        created = provider_.create(*r, m.ns, m.object);
+      }
+    }
     if (created.ok()) {
       spdlog::info("event=remote_created kind={} namespace={} name={} origin_uid={}", m.kind,
                    m.ns, m.name, m.originUid);
     }
     return created;
+  };
+  if (likelyNew) {
+    kube::Result<json> created = create();
+    if (created.ok() || !kube::isAlreadyExists(created.error())) return created;
+  }
+  kube::Result<json> current = provider_.get(*r, m.ns, m.name);
+  if (!current.ok()) {
+    if (!kube::isNotFound(current.error())) return current;
+    return create();
   }
   if (!isOwnedBy(*current, mapping_.consumerId())) {
     return kube::makeError(kube::Code::Conflict, m.kind + " " + m.ns + "/" + m.name +

@@ -19,6 +19,7 @@
 // run concurrently.
 
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <set>
 #include <string>
 
@@ -48,7 +49,11 @@ class ProviderApplier : public RemoteObjects {
   // APPLY: create or update; returns the object as stored. Errors: Forbidden (namespace not
   // this consumer's), Conflict (object not this consumer's), BadRequest (not an APPLY), and
   // the provider API server's errors (e.g. Forbidden for an exhausted quota).
-  kube::Result<nlohmann::json> apply(const StreamMessage& m) override;
+  kube::Result<nlohmann::json> apply(const StreamMessage& m) override { return apply(m, false); }
+  // As apply(m); `likelyNew` (the caller has no such object in its cache) tries the create
+  // first and reads the stored object only if it already exists: one request per new Pod
+  // instead of a GET and a POST.
+  kube::Result<nlohmann::json> apply(const StreamMessage& m, bool likelyNew);
   // DELETE: deletes the object if it is this consumer's and mirrors m.originUid; OK when
   // already gone. Returns the object still terminating (with deletionTimestamp) or null.
   kube::Result<nlohmann::json> remove(const StreamMessage& m) override;
@@ -78,6 +83,8 @@ class ProviderApplier : public RemoteObjects {
 
   kube::Client& provider_;
   const NamespaceMapping mapping_;
+  std::mutex mu_;
+  std::set<std::string> namespaces_;  // checked or created; dropped when a create says NotFound
 };
 
 // The API resource of a reflected kind; BadRequest for another kind.

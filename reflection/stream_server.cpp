@@ -15,6 +15,7 @@
 #include "kube/object.h"
 #include "peering/foreign_cluster.h"
 #include "reflection/labels.h"
+#include "reflection/pod_usage.h"
 #include "reflection/provider_applier.h"
 #include "reflection/stream_messages.h"
 
@@ -59,16 +60,21 @@ class StreamSession {
     lastReceivedMs_ = nowMs();
     const std::string selector =
         std::string(kLabelOriginClusterId) + "=" + opts_.consumerId;
-    pods_ = std::make_unique<kube::Informer>(owner_.provider_,
-                                             kube::InformerOptions{res::kPods, "", selector, ""});
-    events_ = std::make_unique<kube::Informer>(owner_.provider_,
-                                               kube::InformerOptions{res::kEvents, "", "", ""});
+    // Compact caches: they hold every Pod of the consumer and every Event of the cluster.
+    kube::InformerOptions po{res::kPods, "", selector, ""};
+    po.compactCache = true;
+    kube::InformerOptions eo{res::kEvents, "", "", ""};
+    eo.compactCache = true;
+    pods_ = std::make_unique<kube::Informer>(owner_.provider_, po);
+    events_ = std::make_unique<kube::Informer>(owner_.provider_, eo);
     auto status = [this](const kube::ObjectPtr& p) {
+      usage_.observe(*p);
       std::string uid = originUid(*p);
       if (!uid.empty()) send(StreamMessage::status(*p, uid));
     };
     pods_->addHandlers({status, [status](const kube::ObjectPtr&, const kube::ObjectPtr& n) { status(n); },
                         [this](const kube::ObjectPtr& p) {
+                          usage_.forget(kube::objectKey(*p));
                           if (!originUid(*p).empty()) send(goneMessage(*p));
                         }});
     if (!sentEvents_) sentEvents_ = std::make_shared<SentEvents>();
@@ -208,7 +214,20 @@ class StreamSession {
   // concurrent ones cannot both take the last of it.
   kube::Result<json> applyWithGrant(const StreamMessage& m) {
     if (kube::Status s = ensureNamespace(m.ns); !s.ok()) return s.error();
-    if (m.kind != "Pod" || !opts_.admitPod) return applier_.apply(m);
+    if (m.kind != "Pod" || (!opts_.admitPod && !opts_.admitPodWithUsage)) return applier_.apply(m);
+    if (opts_.admitPodWithUsage && pods_->hasSynced()) {
+      // The informer's cache holds every Pod of this consumer: not counted = a creation.
+      const std::string key = m.ns + "/" + m.name;
+      bool reserved = false;
+      if (kube::Status s = usage_.admit(key, m.object, opts_.admitPodWithUsage, &reserved);
+          !s.ok()) {
+        return s.error();
+      }
+      kube::Result<json> r = applier_.apply(m, reserved);
+      if (!r.ok() && reserved) usage_.release(key);
+      return r;
+    }
+    if (!opts_.admitPod) return applier_.apply(m);
     kube::Result<json> cur = applier_.get(m.kind, m.ns, m.name);
     if (cur.ok() || !kube::isNotFound(cur.error())) return applier_.apply(m);
     std::lock_guard<std::mutex> lock(createMu_);
@@ -372,6 +391,7 @@ class StreamSession {
   peering::EventStream& stream_;
   const NamespaceMapping mapping_;
   ProviderApplier applier_;
+  PodUsage usage_;  // what this consumer's Pods request, from pods_
   std::unique_ptr<kube::Informer> pods_;
   std::unique_ptr<kube::Informer> events_;
   std::shared_ptr<SentEvents> sentEvents_;
@@ -432,6 +452,10 @@ peering::ProviderService::StreamHandler makeProviderStreamHandler(
     }
     o.admitPod = [&service, id = caller.clusterId](const json& pod) {
       return service.admitPod(id, pod);
+    };
+    o.admitPodWithUsage = [&service, id = caller.clusterId](const json& pod,
+                                                            const peering::ResourceMap& used) {
+      return service.admitPodWithUsage(id, pod, used);
     };
     o.stillActive = [&service, id = caller.clusterId] { return service.isActive(id); };
     StreamServer server(provider, std::move(o));

@@ -43,6 +43,11 @@ struct StreamServerOptions {
   std::string consumerId;
   // Grant check for a Pod about to be created (ProviderService::admitPod). Optional.
   std::function<kube::Status(const nlohmann::json& pod)> admitPod;
+  // The same check given what the consumer's Pods already request (ProviderService::
+  // admitPodWithUsage); when set, the session sums that from its informer (pod_usage.h)
+  // instead of admitPod listing every Pod per creation. Optional.
+  std::function<kube::Status(const nlohmann::json& pod, const peering::ResourceMap& used)>
+      admitPodWithUsage;
   // False once the peering ended: the session closes (checked every keepalive). Optional.
   std::function<bool()> stillActive;
   std::chrono::milliseconds keepaliveInterval{1000};
