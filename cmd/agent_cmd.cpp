@@ -35,6 +35,11 @@ struct AgentFlags {
   std::string logLevel = "info";
   VnodeFlags vnode;
   std::string streamKeepalive = "1s";
+  // Client-side rate limit of the agent's API clients: the reflection makes a few requests
+  // per offloaded Pod on each side (client-go's 5 QPS would cap it at a few Pods/s).
+  double kubeQps = 1000;
+  int kubeBurst = 2000;
+  int streamWorkers = 16;  // provider side: requests of one consumer's stream served at once
 };
 
 int runAgent(const AgentFlags& f) {
@@ -75,19 +80,28 @@ int runAgent(const AgentFlags& f) {
     spdlog::error("event=bad_flag flag=--stream-keepalive error=\"takes a positive duration like 1s\"");
     return 2;
   }
+  if (f.streamWorkers < 1 || f.streamWorkers > 1024) {
+    spdlog::error("event=bad_flag flag=--stream-workers error=\"expected 1..1024\"");
+    return 2;
+  }
   reflection::StreamServerOptions streamOpts;
   streamOpts.keepaliveInterval = *keepalive;
+  streamOpts.workers = f.streamWorkers;
   cfg.streamHandlerFactory = [streamOpts](peering::ProviderService& service, kube::Client& c) {
     return reflection::makeProviderStreamHandler(c, service, streamOpts);
   };
   cfg.consumer.heartbeatInterval = *hb;
   cfg.consumer.lostAfter = *lost;
-  kube::Result<std::unique_ptr<kube::Client>> client = clientFor(f.kubeconfig);
+  kube::Result<std::unique_ptr<kube::Client>> client =
+      clientFor(f.kubeconfig, f.kubeQps, f.kubeBurst);
   if (!client.ok()) {
     spdlog::error("event=start_failed error=\"{}\"", client.error().message);
     return 1;
   }
-  kube::Result<std::unique_ptr<VnodeRuntime>> vnodes = VnodeRuntime::create(f.vnode, f.kubeconfig);
+  VnodeFlags vnodeFlags = f.vnode;
+  vnodeFlags.kubeQps = f.kubeQps;
+  vnodeFlags.kubeBurst = f.kubeBurst;
+  kube::Result<std::unique_ptr<VnodeRuntime>> vnodes = VnodeRuntime::create(vnodeFlags, f.kubeconfig);
   if (!vnodes.ok()) {
     spdlog::error("event=bad_flag error=\"{}\"", vnodes.error().message);
     return 2;
@@ -167,6 +181,14 @@ void addAgentCommand(CLI::App& app) {
   sub->add_option("--max-per-consumer", flags->maxPerConsumer, "cap per consumer, e.g. cpu=4");
   sub->add_option("--stream-keepalive", flags->streamKeepalive,
                   "keepalive interval on the reflection stream (provider side)")
+      ->capture_default_str();
+  sub->add_option("--stream-workers", flags->streamWorkers,
+                  "reflection stream requests served at once per consumer (provider side)")
+      ->capture_default_str();
+  sub->add_option("--kube-qps", flags->kubeQps,
+                  "client-side rate limit of the agent's API requests per second (0 = none)")
+      ->capture_default_str();
+  sub->add_option("--kube-burst", flags->kubeBurst, "burst of that rate limit")
       ->capture_default_str();
   sub->add_option("--log-level", flags->logLevel, "trace, debug, info, warn, error")
       ->capture_default_str();

@@ -15,6 +15,9 @@ void addVnodeFlags(CLI::App* sub, VnodeFlags& f) {
   sub->add_option("--vnode-stream-grace", f.streamGrace,
                   "a virtual node stays Ready this long after its reflection stream broke")
       ->capture_default_str();
+  sub->add_option("--vnode-pod-workers", f.podWorkers,
+                  "Pods each virtual node reflects at once (each waits for its provider reply)")
+      ->capture_default_str();
   sub->add_option("--kubelet-port", f.kubeletPort,
                   "port of the virtual nodes' kubelet API (0 = any free port)")
       ->capture_default_str();
@@ -54,7 +57,9 @@ kube::Result<std::unique_ptr<VnodeRuntime>> VnodeRuntime::create(const VnodeFlag
     }
   }
   if (webhookPort < 0 || webhookPort > 65535) return bad("--webhook-listen", "expected HOST:PORT");
-  kube::Result<std::unique_ptr<kube::Client>> client = clientFor(kubeconfig);
+  if (f.podWorkers < 1 || f.podWorkers > 1024) return bad("--vnode-pod-workers", "expected 1..1024");
+  kube::Result<std::unique_ptr<kube::Client>> client =
+      clientFor(kubeconfig, f.kubeQps, f.kubeBurst);
   if (!client.ok()) return client.error();
   std::unique_ptr<VnodeRuntime> rt(new VnodeRuntime());
   rt->flags_ = f;
@@ -64,6 +69,7 @@ kube::Result<std::unique_ptr<VnodeRuntime>> VnodeRuntime::create(const VnodeFlag
   o.kubeletPort = f.kubeletPort;  // 0: any free port, advertised in the Node
   o.taintEffect = f.taintEffect;
   o.streamGrace = *grace;
+  o.podWorkers = f.podWorkers;
   rt->manager_ = std::make_unique<vnode::VirtualKubeletManager>(*rt->client_, o);
   return rt;
 }

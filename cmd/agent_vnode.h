@@ -27,6 +27,10 @@ struct VnodeFlags {
   std::string webhookHost;
   bool noWebhook = false;
   bool noVirtualNodes = false;
+  int podWorkers = 32;  // Pods reflected at once per virtual node (each waits on the stream)
+  // The agent's --kube-qps/--kube-burst (set by agent_cmd.cpp, not flags of their own).
+  double kubeQps = 1000;
+  int kubeBurst = 2000;
 };
 
 // Registers the --vnode-*, --kubelet-port and --webhook-* flags on the agent command.

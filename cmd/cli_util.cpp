@@ -38,11 +38,19 @@ std::optional<std::chrono::milliseconds> parseDuration(const std::string& text) 
 }
 
 kube::Result<std::unique_ptr<kube::Client>> clientFor(const std::string& path) {
+  kube::RestConfig defaults;
+  return clientFor(path, defaults.qps, defaults.burst);
+}
+
+kube::Result<std::unique_ptr<kube::Client>> clientFor(const std::string& path, double qps,
+                                                      int burst) {
   kube::KubeconfigOptions opts;
   opts.paths = {path};
   kube::Result<kube::RestConfig> cfg = kube::loadKubeconfig(opts);
   if (!cfg.ok()) return cfg.error();
   cfg->timeout = std::chrono::seconds(15);
+  cfg->qps = qps;
+  cfg->burst = burst;
   return kube::newClient(*cfg);
 }
 

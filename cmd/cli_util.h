@@ -15,6 +15,9 @@ std::optional<std::chrono::milliseconds> parseDuration(const std::string& text);
 
 // A client for the kubeconfig at `path` (current context). Error names the file.
 kube::Result<std::unique_ptr<kube::Client>> clientFor(const std::string& path);
+// As clientFor, with the client-side rate limit (kube::RestConfig qps/burst; qps <= 0: none).
+kube::Result<std::unique_ptr<kube::Client>> clientFor(const std::string& path, double qps,
+                                                      int burst);
 
 // spdlog to stderr, "time level key=value" lines, at `level`.
 void setupLogging(const std::string& level);

@@ -23,9 +23,8 @@ int64_t nowMs() {
 // True unless both resourceVersions are numbers and `incoming` is the older one (the
 // API server's are opaque, but ours and Kubernetes' etcd ones are counters; when they are
 // not numbers the newest message wins).
-bool notOlder(const json& incoming, const json& cached) {
-  auto rv = [](const json& o, uint64_t& out) {
-    std::string s = kube::getResourceVersion(o);
+bool notOlder(const std::string& incoming, const std::string& cached) {
+  auto rv = [](const std::string& s, uint64_t& out) {
     return !s.empty() && std::from_chars(s.data(), s.data() + s.size(), out).ec == std::errc();
   };
   uint64_t a = 0, b = 0;
@@ -199,19 +198,20 @@ void StreamClient::handle(const StreamMessage& m) {
       // may arrive after the GONE that followed it and would bring the Pod back.
       if (it->second->request == StreamMessageType::Apply && m.kind == "Pod" && !m.error &&
           m.object.is_object()) {
-        const std::string key = m.ns + "/" + m.name;
-        auto cur = remotePods_.find(key);
-        if (cur == remotePods_.end() || notOlder(m.object, cur->second)) remotePods_[key] = m.object;
+        cacheRemotePodLocked(m.ns + "/" + m.name, m.object);
       }
       // A DELETE's answer only marks a Pod still cached as terminating (never re-adds one):
       // a worker handling the Pod again before the provider's STATUS must not delete it twice.
       if (it->second->request == StreamMessageType::Delete && m.kind == "Pod" && !m.error &&
           m.object.is_object() && kube::isBeingDeleted(m.object)) {
         auto cur = remotePods_.find(m.ns + "/" + m.name);
-        if (cur != remotePods_.end() && kube::getUid(cur->second) == kube::getUid(m.object) &&
-            !kube::isBeingDeleted(cur->second)) {
-          for (const char* f : {"deletionTimestamp", "deletionGracePeriodSeconds"}) {
-            if (m.object["metadata"].contains(f)) cur->second["metadata"][f] = m.object["metadata"][f];
+        if (cur != remotePods_.end()) {
+          json cached = json::from_cbor(cur->second.cbor);
+          if (kube::getUid(cached) == kube::getUid(m.object) && !kube::isBeingDeleted(cached)) {
+            for (const char* f : {"deletionTimestamp", "deletionGracePeriodSeconds"}) {
+              if (m.object["metadata"].contains(f)) cached["metadata"][f] = m.object["metadata"][f];
+            }
+            cur->second.cbor = json::to_cbor(cached);
           }
         }
       }
@@ -226,10 +226,7 @@ void StreamClient::handle(const StreamMessage& m) {
         if (m.type == StreamMessageType::Gone) {
           remotePods_.erase(key);
         } else {
-          auto cur = remotePods_.find(key);
-          if (cur == remotePods_.end() || notOlder(m.object, cur->second)) {
-            remotePods_[key] = m.object;
-          }
+          cacheRemotePodLocked(key, m.object);
         }
       }
       if (opts_.onRemoteChange) {
@@ -245,7 +242,7 @@ void StreamClient::handle(const StreamMessage& m) {
     case StreamMessageType::Synced:
       synced_ = true;
       spdlog::info("event=stream_remote_synced consumer={} pods={}", opts_.consumerId,
-                   remotePods().size());
+                   remotePodCount());
       return;
     case StreamMessageType::Keepalive:
       return;
@@ -321,7 +318,7 @@ kube::Result<json> StreamClient::get(const std::string& kind, const std::string&
   if (it == remotePods_.end()) {
     return kube::makeError(kube::Code::NotFound, "remote pod " + ns + "/" + name + " not found");
   }
-  return it->second;
+  return json::from_cbor(it->second.cbor);
 }
 
 kube::Result<json> StreamClient::apply(const StreamMessage& m) {
@@ -348,7 +345,21 @@ kube::Status StreamClient::resyncDone(const std::vector<std::string>& originUids
 
 std::map<std::string, json> StreamClient::remotePods() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return remotePods_;
+  std::map<std::string, json> out;
+  for (const auto& [key, p] : remotePods_) out.emplace(key, json::from_cbor(p.cbor));
+  return out;
+}
+
+void StreamClient::cacheRemotePodLocked(const std::string& key, const json& pod) {
+  std::string rv = kube::getResourceVersion(pod);
+  auto cur = remotePods_.find(key);
+  if (cur != remotePods_.end() && !notOlder(rv, cur->second.resourceVersion)) return;
+  remotePods_[key] = RemotePod{std::move(rv), json::to_cbor(pod)};
+}
+
+size_t StreamClient::remotePodCount() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return remotePods_.size();
 }
 
 StreamCounters StreamClient::counters() const {

@@ -131,8 +131,11 @@ kube::Status VirtualKubelet::start() {
   so.onEvent = [this](const json& ev, const std::string& uid) { onProviderEvent(ev, uid); };
   stream_ = std::make_unique<reflection::StreamClient>(std::move(so));
 
-  pods_ = std::make_unique<kube::Informer>(
-      local_, kube::InformerOptions{res::kPods, "", "", "spec.nodeName=" + nodeName_});
+  // Compact (CBOR) cache: 10,000 Pods on the node cost tens of MB instead of ~150 MB parsed;
+  // the reflector reads one Pod per handle().
+  kube::InformerOptions io{res::kPods, "", "", "spec.nodeName=" + nodeName_};
+  io.compactCache = true;
+  pods_ = std::make_unique<kube::Informer>(local_, io);
   pods_->addIndex(kUidIndex, [](const json& p) {
     std::string uid = kube::getUid(p);
     return uid.empty() ? std::vector<std::string>{} : std::vector<std::string>{uid};
