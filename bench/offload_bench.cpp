@@ -152,6 +152,16 @@ class Recorder {
     std::lock_guard<std::mutex> lock(mu_);
     return localRunning_;
   }
+  // Pods seen locally / in the provider / Running in the provider, over all waves.
+  void counts(size_t* local, size_t* remote, size_t* remoteRunning) {
+    std::lock_guard<std::mutex> lock(mu_);
+    *local = *remote = *remoteRunning = 0;
+    for (const auto& [uid, t] : times_) {
+      if (t.localAdded != Clock::time_point{}) ++*local;
+      if (t.remoteAdded != Clock::time_point{}) ++*remote;
+      if (t.remoteRunning != Clock::time_point{}) ++*remoteRunning;
+    }
+  }
   std::map<std::string, PodTimes> snapshot() {
     std::lock_guard<std::mutex> lock(mu_);
     return times_;
@@ -355,7 +365,8 @@ int main(int argc, char** argv) {
     int n = f.waves[wave];
     double cpu0 = cpuSeconds(agentPid), pcpu0 = cpuSeconds(providerAgentPid);
     uint64_t bytes0 = proxy.bytesForwarded();
-    std::atomic<int> next{0}, failed{0};
+    std::atomic<int> next{0}, failed{0}, posted{0};
+    const int before = created;
     auto t0 = Clock::now();
     std::vector<std::thread> writers;
     for (int w = 0; w < f.writers; ++w) {
@@ -375,15 +386,41 @@ int main(int argc, char** argv) {
                          &resp, &e) ||
               resp.status != 201) {
             ++failed;
+          } else {
+            ++posted;
           }
         }
       });
     }
+    // Progress on stderr every 5 s while the wave runs (it takes minutes at 10,000 Pods).
+    std::atomic<bool> waveOver{false};
+    std::thread progress([&, wave, before] {
+      auto tick = t0 + 5s;
+      while (!waveOver) {
+        if (Clock::now() < tick) {
+          std::this_thread::sleep_for(50ms);
+          continue;
+        }
+        tick += 5s;
+        size_t local = 0, remote = 0, remoteRunning = 0;
+        rec.counts(&local, &remote, &remoteRunning);
+        std::fprintf(stderr,
+                     "offload_bench: wave %zu t=%.0fs created=%d seen_locally=%zu remote=%zu "
+                     "remote_running=%zu local_running=%zu agent_rss_mib=%.0f agent_cpu_s=%.1f "
+                     "load=%s\n",
+                     wave + 1, ms(Clock::now() - t0) / 1000, before + posted.load(),
+                     local, remote, remoteRunning, rec.localRunning(),
+                     procStatusKiB(agentPid, "VmRSS") / 1024.0, cpuSeconds(agentPid) - cpu0,
+                     loadavg().c_str());
+      }
+    });
     for (auto& t : writers) t.join();
     auto createdAt = Clock::now();
     created += n - failed.load();
     bool done = e2e::waitFor([&] { return rec.localRunning() >= static_cast<size_t>(created); },
                              std::chrono::seconds(f.timeoutSeconds), 20ms);
+    waveOver = true;
+    progress.join();
     auto t1 = Clock::now();
     double cpu1 = cpuSeconds(agentPid), pcpu1 = cpuSeconds(providerAgentPid);
     uint64_t bytes1 = proxy.bytesForwarded();
