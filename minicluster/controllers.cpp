@@ -78,7 +78,14 @@ class ControllersImpl : public Controllers {
         if (f.is_string()) n.finalizers.push_back(f);
       }
     }
-    for (const auto& owner : n.owners) dependents_[owner].insert(uid);
+    for (const auto& owner : n.owners) {
+      dependents_[owner].insert(uid);
+      // A dependent created after its owner vanished (a controller acting on a stale cache,
+      // e.g. a ReplicaSet re-creating Pods while being deleted): upstream's attemptToDelete
+      // on an absent owner. processOrphans() looks again after the batch, so an owner
+      // listed later in the same batch is not mistaken for a gone one.
+      if (!nodes_.count(owner)) orphaned_.insert(owner);
+    }
     keyToUid_[o->key] = uid;
     if (n.deleting) dirty_.insert(uid);
     if (k8sNamespace(o->key) && n.deleting) terminating_.insert(o->key);

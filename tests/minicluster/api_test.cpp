@@ -556,6 +556,34 @@ TEST_F(ApiTest, GarbageCollectionBackgroundForegroundOrphan) {
   EXPECT_FALSE(dep.body["metadata"].contains("ownerReferences"));
 }
 
+// A dependent created after its owner is already gone (a controller acting on a stale
+// cache: a ReplicaSet re-creating Pods while it is being deleted) is collected too, as
+// upstream's garbage collector does for an absent owner.
+TEST_F(ApiTest, GarbageCollectionDeletesADependentCreatedAfterItsOwnerWasGone) {
+  auto dependent = [&](const std::string& name, const std::string& ownerName,
+                       const std::string& uid) {
+    json d = {{"metadata",
+               {{"name", name},
+                {"ownerReferences",
+                 {{{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"name", ownerName},
+                   {"uid", uid}}}}}}};
+    ASSERT_EQ(call("POST", kCmPath, d.dump()).status, 201);
+  };
+  auto exists = [&](const std::string& n) {
+    return call("GET", std::string(kCmPath) + "/" + n).status == 200;
+  };
+  // First a dependent whose owner lives (it must stay), then one whose owner is gone.
+  dependent("live-dep", "live-owner",
+            call("POST", kCmPath, cm("live-owner")).body["metadata"]["uid"].get<std::string>());
+  std::string gone =
+      call("POST", kCmPath, cm("late-owner")).body["metadata"]["uid"].get<std::string>();
+  ASSERT_EQ(call("DELETE", std::string(kCmPath) + "/late-owner").status, 200);
+  dependent("late-dep", "late-owner", gone);
+  EXPECT_TRUE(eventually([&] { return !exists("late-dep"); }));
+  // The collector handles events in order: live-dep was seen before late-dep.
+  EXPECT_TRUE(exists("live-dep"));
+}
+
 TEST_F(ApiTest, NamespaceTermination) {
   ASSERT_EQ(call("POST", "/api/v1/namespaces", R"({"metadata":{"name":"tmp"}})").status, 201);
   ASSERT_EQ(call("POST", "/api/v1/namespaces/tmp/configmaps", cm("x")).status, 201);
