@@ -103,6 +103,9 @@ void StreamClient::run() {
       why = s->status();
       {
         std::lock_guard<std::mutex> lock(mu_);
+        // Not synced before the cache empties: get() must never read the emptied cache as
+        // "the remote Pod is gone" (that marks a running local Pod lost).
+        synced_ = false;
         stream_.reset();
         remotePods_.clear();
       }
@@ -309,11 +312,11 @@ void StreamClient::failPending(const std::string& why) {
 kube::Result<json> StreamClient::get(const std::string& kind, const std::string& ns,
                                      const std::string& name) {
   if (kind != "Pod") return call(StreamMessage::get(kind, ns, name, 0));
+  std::lock_guard<std::mutex> lock(mu_);  // synced_ and the cache change together
   if (!synced_.load()) {
     return kube::makeError(kube::Code::Unavailable,
                            "the provider's list of remote Pods has not arrived yet");
   }
-  std::lock_guard<std::mutex> lock(mu_);
   auto it = remotePods_.find(ns + "/" + name);
   if (it == remotePods_.end()) {
     return kube::makeError(kube::Code::NotFound, "remote pod " + ns + "/" + name + " not found");
