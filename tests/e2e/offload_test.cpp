@@ -256,12 +256,10 @@ TEST_F(OffloadTest, A_OverflowPodsRunInTheCloudAndScaleDownAndDeleteLeaveItEmpty
     return c.total == 4 && cloud.first == c.onVnode;
   }, 120s)) << "home=" << c.total << " onVnode=" << c.onVnode << " cloud=" << cloud.first
             << diagnostics();
-  // Scale to zero, then delete: nothing left in the cloud. (Scaling first: in one clean
-  // `make test` run, deleting the Deployment directly left 4 Pods that the minicluster's
-  // garbage collector had not removed after 120 s — not yet understood, see README.)
-  ASSERT_EQ(kubectl(*home_, {"scale", "deployment", "web", "-n", "demo", "--replicas", "0"}).exitCode, 0);
-  ASSERT_TRUE(waitFor([&] { return homeCounts().total == 0 && cloudCounts().first == 0; }, 120s))
-      << "home=" << homeCounts().total << " cloud=" << cloudCounts().first << diagnostics();
+  // Delete the Deployment directly: nothing left at home or in the cloud. (The minicluster's
+  // garbage collector once left 4 Pods here: the ReplicaSet controller re-created them from
+  // a stale cache after their ReplicaSet was gone; it now collects dependents of an absent
+  // owner.)
   ASSERT_EQ(kubectl(*home_, {"delete", "deployment", "web", "-n", "demo"}).exitCode, 0);
   ASSERT_TRUE(waitFor([&] { return homeCounts().total == 0 && cloudCounts().first == 0; }, 120s))
       << "home=" << homeCounts().total << " cloud=" << cloudCounts().first << diagnostics();
