@@ -256,9 +256,9 @@ TEST_F(OffloadTest, A_OverflowPodsRunInTheCloudAndScaleDownAndDeleteLeaveItEmpty
     return c.total == 4 && cloud.first == c.onVnode;
   }, 120s)) << "home=" << c.total << " onVnode=" << c.onVnode << " cloud=" << cloud.first
             << diagnostics();
-  // Delete the Deployment directly: nothing left at home or in the cloud. (The minicluster's
-  // garbage collector once left 4 Pods here: the ReplicaSet controller re-created them from
-  // a stale cache after their ReplicaSet was gone; it now collects dependents of an absent
+  // Delete the Deployment directly: nothing left at home or in the cloud. (4 Pods were once
+  // left here, most likely re-created by the ReplicaSet controller from a stale cache after
+  // their ReplicaSet was gone; the garbage collector now collects dependents of an absent
   // owner.)
   ASSERT_EQ(kubectl(*home_, {"delete", "deployment", "web", "-n", "demo"}).exitCode, 0);
   ASSERT_TRUE(waitFor([&] { return homeCounts().total == 0 && cloudCounts().first == 0; }, 120s))
