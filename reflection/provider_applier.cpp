@@ -241,6 +241,11 @@ kube::Result<json> ProviderApplier::remove(const StreamMessage& m) {
 
 kube::Result<int> ProviderApplier::deleteOrphans(const std::string& kind,
                                                  const std::set<std::string>& liveOrigins) {
+  return deleteOrphans(kind, [&](const std::string& uid) { return liveOrigins.count(uid) > 0; });
+}
+
+kube::Result<int> ProviderApplier::deleteOrphans(
+    const std::string& kind, const std::function<bool(const std::string&)>& isLive) {
   auto r = resourceOfKind(kind);
   if (!r.ok()) return r.error();
   kube::ListOptions lo;
@@ -251,7 +256,7 @@ kube::Result<int> ProviderApplier::deleteOrphans(const std::string& kind,
   if (!list->contains("items") || !(*list)["items"].is_array()) return deleted;
   for (const json& item : (*list)["items"]) {
     if (!mapping_.localNamespace(kube::getNamespace(item))) continue;
-    if (liveOrigins.count(originUid(item)) || kube::isBeingDeleted(item)) continue;
+    if (kube::isBeingDeleted(item) || isLive(originUid(item))) continue;
     kube::DeleteOptions o;
     o.preconditionUid = kube::getUid(item);
     kube::Result<json> d = provider_.remove(*r, kube::getNamespace(item), kube::getName(item), o);

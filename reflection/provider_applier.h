@@ -19,6 +19,7 @@
 // run concurrently.
 
 #include <nlohmann/json.hpp>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -60,6 +61,10 @@ class ProviderApplier : public RemoteObjects {
   // Deletes this consumer's objects of `kind` (Pod, ConfigMap, Secret, ServiceAccount) in
   // its namespaces whose origin uid is not in `liveOrigins`. Returns how many it deleted.
   kube::Result<int> deleteOrphans(const std::string& kind, const std::set<std::string>& liveOrigins);
+  // The same, asking `isLive(originUid)` for each candidate just before deleting it (so an
+  // origin that became live while the list was read is still honoured).
+  kube::Result<int> deleteOrphans(const std::string& kind,
+                                  const std::function<bool(const std::string&)>& isLive);
   // The ConfigMaps, Secrets and ServiceAccounts that travelled with Pods: deletes this
   // consumer's ones in its namespaces that no Pod of this consumer in the provider uses any
   // more (podDependencies; a used ServiceAccount's secrets count as used; a Pod being deleted

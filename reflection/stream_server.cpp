@@ -160,7 +160,8 @@ class StreamSession {
     switch (m.type) {
       case StreamMessageType::Apply:
         owner_.applies_++;
-        if (m.kind != "Pod") {
+        {
+          // Before the write, so an orphan sweep that lists the object also sees its origin.
           std::lock_guard<std::mutex> lock(mu_);
           appliedOrigins_.insert(m.originUid);
         }
@@ -182,10 +183,15 @@ class StreamSession {
       case StreamMessageType::ResyncDone: {
         std::vector<std::string> uids = m.resyncOriginUids();
         std::set<std::string> live(uids.begin(), uids.end());
-        kube::Result<int> n = applier_.deleteOrphans("Pod", live);
+        // Objects applied on this stream have a live origin, listed or not: a Pod bound after
+        // the consumer's listing may be created while the sweep runs. Asked per candidate,
+        // after the sweep's list, so such a Pod is never taken for an orphan.
+        kube::Result<int> n = applier_.deleteOrphans("Pod", [&](const std::string& uid) {
+          if (live.count(uid)) return true;
+          std::lock_guard<std::mutex> lock(mu_);
+          return appliedOrigins_.count(uid) > 0;
+        });
         {
-          // Objects applied on this stream have a live origin, listed or not (a Pod created
-          // since the consumer's listing brought them).
           std::lock_guard<std::mutex> lock(mu_);
           live.insert(appliedOrigins_.begin(), appliedOrigins_.end());
         }
@@ -407,7 +413,7 @@ class StreamSession {
   std::condition_variable cv_;
   std::deque<StreamMessage> tasks_;
   std::set<std::string> namespaces_;  // ensured this session
-  std::set<std::string> appliedOrigins_;  // origin uids of non-Pod objects applied this session
+  std::set<std::string> appliedOrigins_;  // origin uids of objects applied this session
   bool stopping_ = false;
   kube::Status ended_ = kube::Status::OK();
 };
