@@ -27,7 +27,7 @@
 #include "reflection/namespace_mapping.h"
 #include "reflection/pod_forge.h"
 #include "reflection/pod_status.h"
-#include "reflection/provider_applier.h"
+#include "reflection/remote_objects.h"
 #include "reflection/reflector.h"
 
 namespace strait::reflection {

@@ -13,15 +13,6 @@ namespace strait::reflection {
 using nlohmann::json;
 namespace res = kube::resources;
 
-kube::Result<kube::ResourceRef> resourceOfKind(const std::string& kind) {
-  if (kind == "Pod") return res::kPods;
-  if (kind == "ConfigMap") return res::kConfigMaps;
-  if (kind == "Secret") return res::kSecrets;
-  if (kind == "ServiceAccount") return res::kServiceAccounts;
-  if (kind == "Event") return res::kEvents;
-  return kube::makeError(kube::Code::BadRequest, "kind " + kind + " is not reflected", "kind");
-}
-
 ProviderApplier::ProviderApplier(kube::Client& provider, NamespaceMapping mapping)
     : provider_(provider), mapping_(std::move(mapping)) {}
 

@@ -26,21 +26,10 @@
 
 #include "kube/client.h"
 #include "reflection/namespace_mapping.h"
+#include "reflection/remote_objects.h"
 #include "reflection/stream_messages.h"
 
 namespace strait::reflection {
-
-// Where the consumer's reflectors read and write remote objects: the provider applier itself
-// when both run in one process (tests), or the reflection stream client. Thread-safe.
-class RemoteObjects {
- public:
-  virtual ~RemoteObjects() = default;
-  // The remote object; NotFound when absent, Conflict when present but not ours.
-  virtual kube::Result<nlohmann::json> get(const std::string& kind, const std::string& ns,
-                                           const std::string& name) = 0;
-  virtual kube::Result<nlohmann::json> apply(const StreamMessage& m) = 0;
-  virtual kube::Result<nlohmann::json> remove(const StreamMessage& m) = 0;
-};
 
 class ProviderApplier : public RemoteObjects {
  public:
@@ -91,8 +80,5 @@ class ProviderApplier : public RemoteObjects {
   std::mutex mu_;
   std::set<std::string> namespaces_;  // checked or created; dropped when a create says NotFound
 };
-
-// The API resource of a reflected kind; BadRequest for another kind.
-kube::Result<kube::ResourceRef> resourceOfKind(const std::string& kind);
 
 }  // namespace strait::reflection

@@ -33,8 +33,8 @@
 
 #include "peering/transport.h"
 #include "reflection/namespace_mapping.h"
-#include "reflection/provider_applier.h"
-#include "reflection/stream_server.h"
+#include "reflection/remote_objects.h"
+#include "reflection/stream_messages.h"
 
 namespace strait::reflection {
 

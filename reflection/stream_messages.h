@@ -106,4 +106,15 @@ strait::v1::ReflectionEvent encodeStreamMessage(const StreamMessage& m);
 // GET or REPLY without seq, a REPLY with an unknown error reason or an over-long message.
 kube::Result<StreamMessage> decodeStreamMessage(const strait::v1::ReflectionEvent& e);
 
+// Messages and bytes (serialized protobuf size) each way, for one session or a total.
+struct StreamCounters {
+  uint64_t messagesIn = 0;
+  uint64_t bytesIn = 0;
+  uint64_t messagesOut = 0;
+  uint64_t bytesOut = 0;
+  uint64_t applies = 0;   // APPLY requests received (provider) or sent on a stream (consumer)
+  uint64_t deletes = 0;
+  uint64_t errors = 0;    // REPLYs carrying an error
+};
+
 }  // namespace strait::reflection

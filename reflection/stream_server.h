@@ -36,6 +36,7 @@
 #include "peering/transport.h"
 #include "reflection/namespace_mapping.h"
 #include "reflection/sent_events.h"
+#include "reflection/stream_messages.h"
 
 namespace strait::reflection {
 
@@ -56,17 +57,6 @@ struct StreamServerOptions {
   // Events already forwarded to this consumer, shared by its successive streams. Optional
   // (null: this session's own, so every existing Event counts as unsent).
   std::shared_ptr<SentEvents> sentEvents;
-};
-
-// Messages and bytes (serialized protobuf size) each way, for one session or a total.
-struct StreamCounters {
-  uint64_t messagesIn = 0;
-  uint64_t bytesIn = 0;
-  uint64_t messagesOut = 0;
-  uint64_t bytesOut = 0;
-  uint64_t applies = 0;   // APPLY requests received (provider) or sent on a stream (consumer)
-  uint64_t deletes = 0;
-  uint64_t errors = 0;    // REPLYs carrying an error
 };
 
 class StreamServer {

@@ -1,0 +1,328 @@
+// The consumer side of reflection for one peering (see consumer_reflection.h).
+#include "reflection/consumer_reflection.h"
+
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+#include "kube/informer.h"
+#include "kube/object.h"
+#include "reflection/pod_dependencies.h"
+#include "reflection/pod_reflector.h"
+#include "reflection/reflector.h"
+#include "reflection/stream_client.h"
+
+namespace strait::reflection {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+namespace res = kube::resources;
+
+namespace {
+
+constexpr const char* kUidIndex = "uid";
+
+// Holds keys back while `open` says the stream cannot answer truthfully. A key arriving then
+// is dropped, not requeued: every (re)connection ends with a resync that enqueues every local
+// object (ConsumerReflection::resyncNow), so nothing is lost, and a long outage with
+// thousands of offloaded Pods costs no CPU (requeueing each every 250 ms did).
+class GatedReflector : public KindReflector {
+ public:
+  GatedReflector(std::unique_ptr<KindReflector> inner, std::function<bool()> open)
+      : inner_(std::move(inner)), open_(std::move(open)) {}
+  std::string kind() const override { return inner_->kind(); }
+  HandleResult handle(const std::string& key) override {
+    if (!open_()) return HandleResult::done();
+    return inner_->handle(key);
+  }
+
+ private:
+  std::unique_ptr<KindReflector> inner_;
+  std::function<bool()> open_;
+};
+
+}  // namespace
+
+ConsumerReflection::ConsumerReflection(kube::Client& local, ConsumerReflectionOptions opts)
+    : local_(local), opts_(std::move(opts)) {}
+
+ConsumerReflection::~ConsumerReflection() { stop(); }
+
+bool ConsumerReflection::ready() const {
+  return stream_ && stream_->connected() && stream_->remoteSynced();
+}
+
+bool ConsumerReflection::gateOpen() const { return ready() && opts_.namespacesSynced(); }
+
+uint64_t ConsumerReflection::resyncs() const {
+  base::MutexLock l(mu_);
+  return resyncs_;
+}
+
+StreamCounters ConsumerReflection::counters() const {
+  return stream_ ? stream_->counters() : StreamCounters{};
+}
+
+kube::Status ConsumerReflection::start() {
+  auto invalid = [](const char* what) {
+    return kube::makeError(kube::Code::Invalid, std::string("consumer reflection: ") + what);
+  };
+  if (opts_.consumerId.empty()) return invalid("consumerId is required");
+  if (opts_.nodeName.empty()) return invalid("nodeName is required");
+  if (!opts_.open) return invalid("open (the stream dialer) is required");
+  if (!opts_.namespacesSynced) return invalid("namespacesSynced is required");
+  if (opts_.podWorkers <= 0) return invalid("pod workers must be positive");
+  {
+    base::MutexLock l(mu_);
+    if (started_) return invalid("already started");
+    started_ = true;
+  }
+
+  StreamClientOptions so;
+  so.consumerId = opts_.consumerId;
+  so.mapping = opts_.mapping;
+  so.open = opts_.open;
+  so.keepaliveInterval = opts_.keepaliveInterval;
+  so.callTimeout = opts_.callTimeout;
+  so.onConnected = [this] { onStreamConnected(); };
+  so.onMessage = [this] {
+    if (opts_.onMessage) opts_.onMessage();
+  };
+  so.onDisconnected = [this](const kube::Status& why) {
+    if (opts_.onDisconnected) opts_.onDisconnected(why);
+    // The totals are final for the connection that ended: nothing is sent while down.
+    StreamCounters c = stream_->counters();
+    spdlog::warn("event=reflection_stream_down node={} applies={} deletes={} error=\"{}\"",
+                 opts_.nodeName, c.applies, c.deletes,
+                 why.ok() ? std::string("closed") : why.error().message);
+  };
+  so.onRemoteChange = [this](const std::string& key) { (void)reflector_->enqueue("Pod", key); };
+  so.onEvent = [this](const json& ev, const std::string& uid) { onProviderEvent(ev, uid); };
+  stream_ = std::make_unique<StreamClient>(std::move(so));
+
+  // Compact (CBOR) cache: 10,000 Pods on the node cost tens of MB instead of ~150 MB parsed;
+  // the reflector reads one Pod per handle().
+  kube::InformerOptions io{res::kPods, "", "", "spec.nodeName=" + opts_.nodeName};
+  io.compactCache = true;
+  pods_ = std::make_unique<kube::Informer>(local_, io);
+  pods_->addIndex(kUidIndex, [](const json& p) {
+    std::string uid = kube::getUid(p);
+    return uid.empty() ? std::vector<std::string>{} : std::vector<std::string>{uid};
+  });
+
+  // The reflected kinds. Each is a KindReflector behind the gate, registered once.
+  PodReflectorOptions po;
+  po.mapping = opts_.mapping;
+  po.forge.consumerId = opts_.consumerId;
+  po.forge.virtualNodeName = opts_.nodeName;
+  po.forge.virtualNodeAddress = opts_.nodeAddress;
+  po.forge.virtualNodeLabelKeys = opts_.nodeLabelKeys;
+  po.status.virtualNodeAddress = opts_.nodeAddress;
+  po.doesNotFit = opts_.doesNotFit;
+  kube::Informer* informer = pods_.get();
+  po.resyncDone = [informer] { return informer->hasSynced(); };
+  KindOptions ko;
+  ko.workers = opts_.podWorkers;
+  ko.queue.baseDelay = 50ms;
+  ko.queue.maxDelay = 5s;
+  reflector_ = std::make_unique<Reflector>();
+  if (kube::Status s = reflector_->registerKind(
+          std::make_unique<GatedReflector>(
+              std::make_unique<PodReflector>(local_, pods_->cache(), *stream_, po),
+              [this] { return gateOpen(); }),
+          ko);
+      !s.ok()) {
+    return s;
+  }
+  auto enqueue = [this](const kube::ObjectPtr& p) {
+    (void)reflector_->enqueue("Pod", kube::objectKey(*p));
+  };
+  pods_->addHandlers(
+      {enqueue, [enqueue](const kube::ObjectPtr&, const kube::ObjectPtr& n) { enqueue(n); },
+       enqueue});
+
+  reflector_->start();
+  pods_->start();
+  thread_ = std::jthread([this](std::stop_token st) { housekeeping(st); });
+  stream_->start();
+  return kube::Status::OK();
+}
+
+void ConsumerReflection::stop() {
+  if (stream_) stream_->stop();  // first: no more callbacks into the parts below
+  if (thread_.joinable()) {
+    thread_.request_stop();
+    {
+      base::MutexLock l(mu_);
+      cv_.notify_all();
+    }
+    thread_.join();
+  }
+  if (pods_) pods_->stop();
+  if (reflector_) reflector_->stop();
+}
+
+void ConsumerReflection::releaseNamespace(const std::string& remoteNs) {
+  base::MutexLock l(mu_);
+  releases_.push_back(remoteNs);
+  cv_.notify_all();
+}
+
+void ConsumerReflection::onStreamConnected() {
+  if (opts_.onConnected) opts_.onConnected();
+  base::MutexLock l(mu_);
+  resyncPending_ = true;
+  cv_.notify_all();
+}
+
+void ConsumerReflection::onProviderEvent(const json& event, const std::string& originUid) {
+  if (seenEvents_.sent(event)) return;
+  seenEvents_.record(event);
+  base::MutexLock l(mu_);
+  if (events_.size() >= 1000) events_.pop_front();  // a storm: keep the newest
+  events_.emplace_back(event, originUid);
+  cv_.notify_all();
+}
+
+bool ConsumerReflection::resyncNow() {
+  if (!pods_->hasSynced() || !gateOpen()) {
+    return false;  // the gate: keys it dropped are enqueued here once it opens
+  }
+  std::vector<std::string> uids;
+  std::set<std::pair<std::string, std::string>> deps;  // ("ns/name", Kind)
+  for (const kube::ObjectPtr& p : pods_->cache().list()) {
+    uids.push_back(kube::getUid(*p));
+    (void)reflector_->enqueue("Pod", kube::objectKey(*p));
+    const std::string ns = kube::getNamespace(*p);
+    PodDependencies d = podDependencies(*p);
+    for (const std::string& n : d.configMaps) deps.emplace(ns + "/" + n, "ConfigMap");
+    for (const std::string& n : d.secrets) deps.emplace(ns + "/" + n, "Secret");
+    if (!d.serviceAccount.empty() && d.serviceAccount != "default") {
+      deps.emplace(ns + "/" + d.serviceAccount, "ServiceAccount");
+    }
+  }
+  // The live origins of what travelled with the Pods, so that the provider keeps those
+  // (it deletes unused ones whose origin is not listed).
+  for (const auto& [key, kind] : deps) {
+    const size_t slash = key.find('/');
+    kube::Result<kube::ResourceRef> r = resourceOfKind(kind);
+    if (!r.ok()) continue;
+    kube::Result<json> obj = local_.get(*r, key.substr(0, slash), key.substr(slash + 1));
+    if (obj.ok()) uids.push_back(kube::getUid(*obj));
+  }
+  kube::Status s = stream_->resyncDone(uids);
+  if (!s.ok()) {
+    spdlog::warn("event=resync_done_failed node={} error=\"{}\"", opts_.nodeName,
+                 s.error().message);
+    return false;
+  }
+  spdlog::info("event=resync_done node={} live_origins={}", opts_.nodeName, uids.size());
+  return true;
+}
+
+bool ConsumerReflection::sendRelease(const std::string& remoteNs) {
+  kube::Result<json> r = stream_->remove(StreamMessage::removeNamespace(remoteNs));
+  if (r.ok()) {
+    spdlog::info("event=remote_namespace_released node={} namespace={}", opts_.nodeName,
+                 remoteNs);
+    return true;
+  }
+  const kube::Code c = r.error().code;
+  if (c == kube::Code::Unavailable || c == kube::Code::ServerTimeout) return false;
+  // Not ours (a namespace Strait did not create for this consumer): left alone.
+  spdlog::warn("event=remote_namespace_not_released node={} namespace={} error=\"{}\"",
+               opts_.nodeName, remoteNs, r.error().message);
+  return true;
+}
+
+void ConsumerReflection::logCountersIfChanged() {
+  const StreamCounters c = stream_->counters();
+  const std::array<uint64_t, 3> now = {c.applies, c.deletes, c.errors};
+  if (now == loggedCounters_) return;
+  loggedCounters_ = now;
+  spdlog::info("event=stream_counters node={} connections={} applies={} deletes={} errors={} "
+               "messages_out={} bytes_out={} messages_in={} bytes_in={}",
+               opts_.nodeName, stream_->connections(), c.applies, c.deletes, c.errors,
+               c.messagesOut, c.bytesOut, c.messagesIn, c.bytesIn);
+}
+
+void ConsumerReflection::housekeeping(std::stop_token stop) {
+  base::UniqueLock l(mu_);
+  auto nextCounters = std::chrono::steady_clock::now() + 1s;
+  while (!stop.stop_requested()) {
+    // stop() notifies under the lock after request_stop(): no wake-up is lost.
+    if (events_.empty()) cv_.wait_for(l, 100ms);
+    if (stop.stop_requested()) break;
+    if (std::chrono::steady_clock::now() >= nextCounters) {
+      nextCounters = std::chrono::steady_clock::now() + 1s;
+      l.unlock();
+      logCountersIfChanged();
+      l.lock();
+    }
+    while (!events_.empty()) {
+      auto [ev, uid] = std::move(events_.front());
+      events_.pop_front();
+      l.unlock();
+      recordEvent(ev, uid);
+      l.lock();
+    }
+    if (!releases_.empty() && stream_->connected()) {
+      std::string ns = std::move(releases_.front());
+      releases_.pop_front();
+      l.unlock();
+      const bool done = sendRelease(ns);
+      l.lock();
+      if (!done) releases_.push_back(std::move(ns));
+    }
+    if (resyncPending_) {
+      l.unlock();
+      bool done = resyncNow();
+      l.lock();
+      if (done) {
+        resyncPending_ = false;
+        ++resyncs_;
+      }
+    }
+  }
+}
+
+void ConsumerReflection::recordEvent(const json& remote, const std::string& originUid) {
+  std::vector<kube::ObjectPtr> pods = pods_->cache().byIndex(kUidIndex, originUid);
+  if (pods.empty()) return;  // the local Pod is gone
+  const json& pod = *pods.front();
+  const std::string now = kube::rfc3339Now();
+  auto str = [&](const char* k, const std::string& d) {
+    return remote.is_object() && remote.contains(k) && remote[k].is_string()
+               ? remote[k].get<std::string>()
+               : d;
+  };
+  json ev = {{"apiVersion", "v1"},
+             {"kind", "Event"},
+             {"metadata",
+              {{"generateName", kube::getName(pod) + "."}, {"namespace", kube::getNamespace(pod)}}},
+             {"involvedObject",
+              {{"apiVersion", "v1"},
+               {"kind", "Pod"},
+               {"namespace", kube::getNamespace(pod)},
+               {"name", kube::getName(pod)},
+               {"uid", originUid}}},
+             {"type", str("type", "Normal")},
+             {"reason", str("reason", "ProviderEvent")},
+             {"message", "[provider] " + str("message", "")},
+             {"source", {{"component", "strait-vnode"}, {"host", opts_.nodeName}}},
+             {"reportingComponent", "strait-vnode"},
+             {"reportingInstance", opts_.nodeName},
+             {"firstTimestamp", str("firstTimestamp", now)},
+             {"lastTimestamp", str("lastTimestamp", now)},
+             {"count", remote.is_object() && remote.contains("count") &&
+                               remote["count"].is_number_integer()
+                           ? remote["count"].get<int64_t>()
+                           : 1}};
+  kube::Result<json> r = local_.create(res::kEvents, kube::getNamespace(pod), ev);
+  if (!r.ok()) {
+    spdlog::warn("event=provider_event_not_recorded pod={}/{} error=\"{}\"",
+                 kube::getNamespace(pod), kube::getName(pod), r.error().message);
+  }
+}
+
+}  // namespace strait::reflection

@@ -1,0 +1,132 @@
+#pragma once
+// The consumer side of reflection for one peering, in one place: everything that carries the
+// Pods bound to one virtual node to the provider and their state back.
+//  - a StreamClient: one bidirectional gRPC stream to the provider agent (stream_client.h);
+//  - a local Pod informer (fieldSelector spec.nodeName=<virtual node>, compact cache);
+//  - the generic Reflector with one registered KindReflector per reflected kind (today the
+//    PodReflector, which also carries each Pod's ConfigMaps, Secrets and ServiceAccount);
+//  - the gate: Pod keys are held back while the stream cannot answer truthfully (down, or
+//    the provider's initial list not in yet, or the offloaded namespaces not listed), so an
+//    empty remote cache never reads as "the remote Pod is gone";
+//  - the resync: after every (re)connection, once the provider's list and the local informer
+//    are in, every local Pod is enqueued and RESYNC_DONE carries their uids and those of
+//    the objects that travelled with them (only then may the provider delete remote objects
+//    whose origin is gone);
+//  - provider Events about a remote Pod recorded as Events on the local Pod (once each: the
+//    provider re-sends recent ones after a reconnection);
+//  - remote namespaces released when a namespace stops being offloaded here (a DELETE on the
+//    stream; the provider deletes it only if it created it for this consumer).
+// Adding a reflected kind: a forge (pure), a reconcile decision, and one registerKind() call
+// in start().
+//
+// Constructor does no I/O and starts no thread; start() does. Thread-safe: start/stop from
+// one thread; releaseNamespace() and the getters from any thread. Callbacks (options) run on
+// the stream's threads and must not block.
+
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "base/thread_annotations.h"
+#include "kube/client.h"
+#include "peering/transport.h"
+#include "reflection/namespace_mapping.h"
+#include "reflection/sent_events.h"
+#include "reflection/stream_messages.h"
+
+namespace strait::kube {
+class Informer;
+}
+
+namespace strait::reflection {
+
+class Reflector;
+class StreamClient;
+
+struct ConsumerReflectionOptions {
+  std::string consumerId;           // required
+  std::string nodeName;             // the virtual node whose Pods are reflected; required
+  std::string nodeAddress;          // its InternalIP (forged into the remote Pods' env)
+  std::set<std::string> nodeLabelKeys;  // the virtual node's own label keys (not forged)
+  NamespaceMapping mapping{"", NamingStrategy::Default};
+  // True once the offloaded namespaces (their naming) are known. Required.
+  std::function<bool()> namespacesSynced;
+  // Dials the provider: a fresh stream each call. Required.
+  std::function<kube::Result<std::unique_ptr<peering::EventStream>>()> open;
+  // nullopt when the Pod fits a provider node, else why not. Optional.
+  std::function<std::optional<std::string>(const nlohmann::json& pod)> doesNotFit;
+  int podWorkers = 8;
+  std::chrono::milliseconds keepaliveInterval{1000};
+  std::chrono::milliseconds callTimeout{10000};
+  // Stream health, for the virtual node's Ready condition. Optional.
+  std::function<void()> onConnected;
+  std::function<void()> onMessage;
+  std::function<void(const kube::Status& why)> onDisconnected;
+};
+
+class ConsumerReflection {
+ public:
+  // `local` (the consumer's API) is borrowed and must outlive this.
+  ConsumerReflection(kube::Client& local, ConsumerReflectionOptions opts);
+  ~ConsumerReflection();  // stop()
+  ConsumerReflection(const ConsumerReflection&) = delete;
+  ConsumerReflection& operator=(const ConsumerReflection&) = delete;
+
+  // Validates the options (Invalid naming the field), registers the kinds and starts the
+  // informer, the workers, the housekeeping thread and the stream. Call once.
+  kube::Status start();
+  // Stops the stream first (no more callbacks), then the rest. Idempotent.
+  void stop();
+
+  // Queues the DELETE of a released remote namespace; sent while the stream is up, retried
+  // until the provider answers.
+  void releaseNamespace(const std::string& remoteNs);
+  // Whether the stream is connected and the provider's list has arrived.
+  bool ready() const;
+  // Resyncs completed (RESYNC_DONE sent).
+  uint64_t resyncs() const;
+  StreamCounters counters() const;
+
+ private:
+  bool gateOpen() const;
+  void onStreamConnected();
+  void onProviderEvent(const nlohmann::json& event, const std::string& originUid);
+  void housekeeping(std::stop_token stop);
+  bool resyncNow();
+  bool sendRelease(const std::string& remoteNs);
+  void recordEvent(const nlohmann::json& remoteEvent, const std::string& originUid);
+  // Logs event=stream_counters when APPLY/DELETE/error totals changed (at most once a second).
+  void logCountersIfChanged();
+
+  kube::Client& local_;
+  const ConsumerReflectionOptions opts_;
+  std::unique_ptr<StreamClient> stream_;
+  std::unique_ptr<kube::Informer> pods_;
+  std::unique_ptr<Reflector> reflector_;
+
+  mutable base::Mutex mu_;
+  std::condition_variable_any cv_;
+  bool started_ GUARDED_BY(mu_) = false;
+  bool resyncPending_ GUARDED_BY(mu_) = false;
+  uint64_t resyncs_ GUARDED_BY(mu_) = 0;
+  // (event, origin uid)
+  std::deque<std::pair<nlohmann::json, std::string>> events_ GUARDED_BY(mu_);
+  std::deque<std::string> releases_ GUARDED_BY(mu_);  // remote namespaces to delete
+  SentEvents seenEvents_;  // provider Events recorded (a reconnect may repeat some); own lock
+
+  std::array<uint64_t, 3> loggedCounters_{};  // housekeeping thread only
+  std::jthread thread_;                       // housekeeping: resync, events, releases
+};
+
+}  // namespace strait::reflection
