@@ -16,8 +16,10 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# Unit, API-server and kubectl end-to-end tests, then each fuzz target for a bounded time.
+# Clang's thread-safety analysis of the annotated sources, unit, API-server and kubectl
+# end-to-end tests, then each fuzz target for a bounded time.
 test: build
+	@./scripts/check-thread-safety.sh $(BUILD)
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
 	@./scripts/run-fuzz.sh
 
