@@ -159,39 +159,52 @@ void addAgentCommand(CLI::App& app) {
   sub->add_option("--kubeconfig", flags->kubeconfig, "kubeconfig of this cluster")->required();
   sub->add_option("--cluster-name", flags->clusterName, "this cluster's name")->required();
   sub->add_option("--listen", flags->listen, "HOST:PORT for the gRPC service (PORT 0 = any)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(hostPortValidator(true));
   sub->add_option("--advertise", flags->advertise,
-                  "HOST:PORT other clusters dial (default: listen host and bound port)");
+                  "HOST:PORT other clusters dial (default: listen host and bound port)")
+      ->check(hostPortValidator(false));
   sub->add_option("--link-listen", flags->linkListen,
-                  "HOST:PORT provider agents dial in pull mode (default: listen host, any port)");
+                  "HOST:PORT provider agents dial in pull mode (default: listen host, any port)")
+      ->check(hostPortValidator(true));
   sub->add_option("--link-advertise", flags->linkAdvertise,
-                  "HOST:PORT published for the link port (default: advertised host, bound port)");
-  sub->add_option("--cert-ttl", flags->certTtl, "validity of client certificates this cluster signs")
-      ->capture_default_str();
-  sub->add_option("--heartbeat-interval", flags->heartbeat, "how often to call each provider")
-      ->capture_default_str();
+                  "HOST:PORT published for the link port (default: advertised host, bound port)")
+      ->check(hostPortValidator(false));
+  sub->add_option("--cert-ttl", flags->certTtl,
+                  "validity of client certificates this cluster signs (1s to 8760h)")
+      ->capture_default_str()
+      ->check(durationValidator(std::chrono::seconds(1), std::chrono::hours(8760)));
+  sub->add_option("--heartbeat-interval", flags->heartbeat,
+                  "how often to call each provider (10ms to 1h)")
+      ->capture_default_str()
+      ->check(durationValidator(std::chrono::milliseconds(10), std::chrono::hours(1)));
   sub->add_option("--lost-after", flags->lostAfter,
-                  "silence after which a peer is marked disconnected")
-      ->capture_default_str();
+                  "silence after which a peer is marked disconnected (10ms to 24h)")
+      ->capture_default_str()
+      ->check(durationValidator(std::chrono::milliseconds(10), std::chrono::hours(24)));
   sub->add_option("--share", flags->share,
-                  "share of free allocatable lent to all consumers together")
-      ->capture_default_str();
+                  "share of free allocatable lent to all consumers together, in (0, 1]")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            double d = 0;
   sub->add_option("--budget", flags->budget,
-                  "explicit budget for all consumers, e.g. cpu=8,memory=16Gi,pods=110");
-  sub->add_option("--max-per-consumer", flags->maxPerConsumer, "cap per consumer, e.g. cpu=4");
+                  "explicit budget for all consumers, e.g. cpu=8,memory=16Gi,pods=110")
+      ->check(resourceListValidator());
+  sub->add_option("--max-per-consumer", flags->maxPerConsumer, "cap per consumer, e.g. cpu=4")
+      ->check(resourceListValidator());
   sub->add_option("--stream-keepalive", flags->streamKeepalive,
-                  "keepalive interval on the reflection stream (provider side)")
-      ->capture_default_str();
+                  "keepalive interval on the reflection stream (provider side;
   sub->add_option("--stream-workers", flags->streamWorkers,
-                  "reflection stream requests served at once per consumer (provider side)")
-      ->capture_default_str();
+                  "reflection stream requests served at once per consumer (provider side;
   sub->add_option("--kube-qps", flags->kubeQps,
-                  "client-side rate limit of the agent's API requests per second (0 = none)")
-      ->capture_default_str();
-  sub->add_option("--kube-burst", flags->kubeBurst, "burst of that rate limit")
-      ->capture_default_str();
-  sub->add_option("--log-level", flags->logLevel, "trace, debug, info, warn, error")
-      ->capture_default_str();
+                  "client-side rate limit of the agent's API requests per second (0 = none;
+  sub->add_option("--kube-burst", flags->kubeBurst, "burst of that rate limit (1 to 1000000)")
+      ->capture_default_str()
+      ->check(numberRange(1, 1000000));
+  sub->add_option("--log-level", flags->logLevel, kLogLevelHelp)
+      ->capture_default_str()
+      ->check(logLevelValidator());
   addVnodeFlags(sub, flags->vnode);
   sub->callback([flags] { setExitCode(runAgent(*flags)); });
 }

@@ -11,22 +11,28 @@ void addVnodeFlags(CLI::App* sub, VnodeFlags& f) {
   sub->add_option("--vnode-taint-effect", f.taintEffect,
                   "effect of the virtual nodes' taint: NoExecute, NoSchedule, "
                   "PreferNoSchedule or \"\" for none")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"NoExecute", "NoSchedule", "PreferNoSchedule", ""}));
   sub->add_option("--vnode-stream-grace", f.streamGrace,
-                  "a virtual node stays Ready this long after its reflection stream broke")
-      ->capture_default_str();
+                  "a virtual node stays Ready this long after its reflection stream broke (1s to 24h)")
+      ->capture_default_str()
+      ->check(durationValidator(std::chrono::seconds(1), std::chrono::hours(24)));
   sub->add_option("--vnode-pod-workers", f.podWorkers,
-                  "Pods each virtual node reflects at once (each waits for its provider reply)")
-      ->capture_default_str();
+                  "Pods each virtual node reflects at once (each waits for its provider reply; 1 to "
+                  "1024)")
+      ->capture_default_str()
+      ->check(numberRange(1, 1024));
   sub->add_option("--kubelet-port", f.kubeletPort,
-                  "port of the virtual nodes' kubelet API (0 = any free port)")
-      ->capture_default_str();
+                  "port of the virtual nodes' kubelet API (1 to 65535, or 0 for any free port)")
+      ->capture_default_str()
+      ->check(numberRange(0, 65535));
   sub->add_option("--vnode-address", f.nodeAddress,
                   "the virtual nodes' InternalIP (where their kubelet API is reached)")
       ->capture_default_str();
   sub->add_option("--webhook-listen", f.webhookListen,
                   "HOST:PORT of the toleration webhook (PORT 0 = any)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(hostPortValidator(true));
   sub->add_option("--webhook-host", f.webhookHost,
                   "host the API server calls the webhook at (default: the listen host)");
   sub->add_flag("--no-webhook", f.noWebhook, "do not serve the toleration webhook");

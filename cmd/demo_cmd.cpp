@@ -471,15 +471,20 @@ void addDemoCommand(CLI::App& app) {
   sub->add_option("--dir", f->dir, "folder for kubeconfigs and logs (removed at the end)")
       ->capture_default_str();
   sub->add_flag("--keep", f->keep, "keep everything running until Ctrl-C");
-  sub->add_option("--replicas", f->replicas, "replicas of the demo Deployment")
-      ->capture_default_str();
+  sub->add_option("--replicas", f->replicas, "replicas of the demo Deployment (1 to 1000)")
+      ->capture_default_str()
+      ->check(numberRange(1, 1000));
   sub->add_option("--cpu-request", f->cpuRequest, "CPU request of each replica")
-      ->capture_default_str();
-  sub->add_option("--timeout", f->timeout, "how long to wait for every Pod to be Running")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(positiveQuantityValidator());
+  sub->add_option("--timeout", f->timeout,
+                  "how long to wait for every Pod to be Running (1s to 24h)")
+      ->capture_default_str()
+      ->check(durationValidator(std::chrono::seconds(1), std::chrono::hours(24)));
   sub->add_option("--pod-start-latency", f->podStartLatency,
-                  "simulated time from binding to Running in both clusters")
-      ->capture_default_str();
+                  "simulated time from binding to Running in both clusters (0s to 1h)")
+      ->capture_default_str()
+      ->check(durationValidator(std::chrono::milliseconds(0), std::chrono::hours(1)));
   sub->callback([f] { setExitCode(runDemo(*f)); });
 }
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <thread>
 
+#include "cmd/cli_util.h"
 #include "cmd/commands.h"
 #include "tunnel/config.h"
 #include "tunnel/device.h"
@@ -128,16 +129,18 @@ void addGatewayCommand(CLI::App& app) {
   sub->add_option("--uapi-dir", flags->uapiDir, "directory of the UAPI socket NAME.sock")
       ->capture_default_str();
   sub->add_option("--test-timer-scale", flags->timerScale,
-                  "TEST MODE: divide every protocol timer by this factor")
+                  "TEST MODE: divide every protocol timer by this factor (1 to 1000)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
+      ->check(numberRange(1, 1000));
   sub->add_option("--handshake-load-threshold", flags->handshakeLoad,
-                  "handshake messages per second above which cookie replies are sent")
-      ->capture_default_str();
-  sub->add_flag("--no-offload", flags->noOffload, "disable UDP GSO/GRO and TUN offloads");
-  sub->add_option("--log-level", flags->logLevel, "trace, debug, info, warn, error")
+                  "handshake messages per second above which cookie replies are sent (1 to "
+                  "1000000)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+      ->check(numberRange(1, 1000000));
+  sub->add_flag("--no-offload", flags->noOffload, "disable UDP GSO/GRO and TUN offloads");
+  sub->add_option("--log-level", flags->logLevel, kLogLevelHelp)
+      ->capture_default_str()
+      ->check(logLevelValidator());
   sub->callback([flags] { setExitCode(runGateway(*flags)); });
 }
 

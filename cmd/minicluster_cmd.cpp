@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "cmd/cli_util.h"
 #include "cmd/commands.h"
 #include "minicluster/apiserver.h"
 
@@ -148,49 +149,61 @@ void addMiniclusterCommand(CLI::App& app) {
   sub->add_option("--name", flags->name, "cluster name (kubeconfig cluster and context)")
       ->capture_default_str();
   sub->add_option("--listen", flags->listen, "HOST:PORT to serve HTTPS on (PORT 0 = any free)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(hostPortValidator(true));
   sub->add_option("--kubeconfig-out", flags->kubeconfigOut,
                   "write an admin kubeconfig here once serving");
   sub->add_option("--data-dir", flags->dataDir,
                   "keep state here (write-ahead log, snapshots, PKI); default: memory only");
-  sub->add_option("--max-body-bytes", flags->maxBodyBytes, "largest accepted request body")
-      ->capture_default_str();
+  sub->add_option("--max-body-bytes", flags->maxBodyBytes,
+                  "largest accepted request body (1024 to 1073741824)")
+      ->capture_default_str()
+      ->check(numberRange(1024, 1 << 30));
   sub->add_option("--watch-history", flags->watchHistory,
                   "watch events kept for resuming watches; older resourceVersions get 410")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   sub->add_option("--token-auth-file", flags->tokenAuthFile,
                   "CSV of token,user,uid,\"group1,group2\" accepted as bearer tokens");
-  sub->add_option("--log-level", flags->logLevel, "trace, debug, info, warn, error")
+  sub->add_option("--log-level", flags->logLevel, kLogLevelHelp)
       ->capture_default_str()
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
-  sub->add_option("--nodes", flags->nodes, "number of simulated nodes (node-0, node-1, ...)")
-      ->capture_default_str();
+      ->check(logLevelValidator());
+  sub->add_option("--nodes", flags->nodes,
+                  "number of simulated nodes (node-0, node-1, ...;
   sub->add_option("--node-cpu", flags->nodeCpu, "CPU capacity of each --nodes node")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(positiveQuantityValidator());
   sub->add_option("--node-memory", flags->nodeMemory, "memory capacity of each --nodes node")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(positiveQuantityValidator());
   sub->add_option("--node-pods", flags->nodePods, "pod capacity of each --nodes node")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(positiveQuantityValidator());
   sub->add_option("--node-ephemeral-storage", flags->nodeEphemeral,
                   "ephemeral-storage capacity of each --nodes node")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(positiveQuantityValidator());
   sub->add_option("--node-pools", flags->nodePools,
                   "YAML file of node pools (name, count, capacity, labels, taints)");
   sub->add_option("--pod-cidr", flags->podCidr, "cluster pod CIDR, split into one range per node")
       ->capture_default_str();
   sub->add_option("--node-cidr-mask-size", flags->nodeCidrMaskSize,
-                  "prefix length of each node's podCIDR")
-      ->capture_default_str();
+                  "prefix length of each node's podCIDR (8 to 30)")
+      ->capture_default_str()
+      ->check(numberRange(8, 30));
   sub->add_option("--pod-start-latency", flags->podStartLatency,
-                  "time from binding to Running on a simulated node")
-      ->capture_default_str();
+                  "time from binding to Running on a simulated node (0s to 1h)")
+      ->capture_default_str()
+      ->check(durationValidator(std::chrono::milliseconds(0), std::chrono::hours(1)));
   sub->add_option("--node-monitor-grace-period", flags->nodeMonitorGracePeriod,
-                  "time without heartbeats before a node's conditions go Unknown")
-      ->capture_default_str();
+                  "time without heartbeats before a node's conditions go Unknown (1s to 24h)")
+      ->capture_default_str()
+      ->check(durationValidator(std::chrono::seconds(1), std::chrono::hours(24)));
   sub->add_option("--default-toleration-seconds", flags->defaultTolerationSeconds,
-                  "tolerationSeconds of the not-ready/unreachable tolerations added to pods")
-      ->capture_default_str();
+                  "tolerationSeconds of the not-ready/unreachable tolerations added to pods "
+                  "(0 to 31536000)")
+      ->capture_default_str()
+      ->check(numberRange(0, 31'536'000));
   sub->add_flag("--no-scheduler", flags->noScheduler, "do not run the built-in scheduler");
   sub->callback([flags] { setExitCode(runMinicluster(*flags)); });
 }

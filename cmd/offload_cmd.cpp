@@ -4,6 +4,7 @@
 
 #include "cmd/cli_util.h"
 #include "cmd/commands.h"
+#include "peering/names.h"
 #include "vnode/offloading.h"
 
 namespace strait::cmd {
@@ -11,7 +12,20 @@ namespace {
 
 int failWith(const std::string& message) {
   std::cerr << "error: " << message << "\n";
-  return 1;
+  return kExitFailure;
+}
+
+// Why namespace `ns` must not be offloaded without --force, or "" if it may be.
+std::string systemNamespaceReason(const std::string& ns) {
+  if (ns == "kube-system" || ns == "kube-public" || ns == "kube-node-lease") {
+    return ns + " is a Kubernetes system namespace: its Pods (DNS, proxies, controllers) "
+                "serve this cluster and must run in it";
+  }
+  if (ns == peering::kSystemNamespace) {
+    return ns + " is Strait's own namespace (agent identity, credentials, tokens): offloading "
+                "it would move the agent's state to the providers";
+  }
+  return {};
 }
 
 struct OffloadFlags {
@@ -24,8 +38,16 @@ struct OffloadFlags {
 
 int runOffload(const OffloadFlags& f) {
   setupLogging("warn");
+  if (std::string why = systemNamespaceReason(f.ns); !why.empty() && !f.force) {
+    std::cerr << "error: refusing to offload namespace " << f.ns << ": " << why
+              << " (add --force to offload it anyway)\n";
+    return kExitUsage;
+  }
   kube::Result<reflection::NamingStrategy> naming = reflection::parseNamingStrategy(f.naming);
-  if (!naming.ok()) return failWith("--naming: " + naming.error().message);
+  if (!naming.ok()) {
+    std::cerr << "error: --naming: " << naming.error().message << "\n";
+    return kExitUsage;
+  }
   auto client = clientFor(f.kubeconfig);
   if (!client.ok()) return failWith(client.error().message);
   vnode::OffloadRequest req{f.ns, f.remoteName, *naming};
@@ -59,6 +81,9 @@ void addOffloadCommands(CLI::App& app) {
   ons->add_option("--naming", of->naming,
                   "remote namespace names: default (<ns>-<consumer-id>) or same")
       ->capture_default_str();
+  ons->add_flag("--force", of->force,
+                "offload even a system namespace (kube-system, kube-public, kube-node-lease, "
+                "strait-system)");
   ons->callback([of] { setExitCode(runOffload(*of)); });
 
   auto uf = std::make_shared<OffloadFlags>();

@@ -15,8 +15,17 @@ namespace {
 
 int fail(const std::string& what) {
   std::cerr << "error: " << what << "\n";
-  return 1;
+  return kExitFailure;
 }
+
+// Bad usage: flags that do not go together.
+int usage(const std::string& what) {
+  std::cerr << "error: " << what << "\n";
+  return kExitUsage;
+}
+
+// The longest `strait token --ttl`: a token is a bearer secret, so it does not live long.
+constexpr std::chrono::hours kMaxTokenTtl{720};
 
 struct TokenFlags {
   std::string kubeconfig;
@@ -31,11 +40,13 @@ bool validMode(const std::string& mode) { return mode == "push" || mode == "pull
 int runToken(const TokenFlags& f) {
   setupLogging("warn");
   auto ttl = parseDuration(f.ttl);
-  if (!ttl || ttl->count() < 1000) return fail("--ttl: expected a duration of at least 1s");
-  if (!validMode(f.mode)) return fail("--mode: expected push or pull");
+  if (!ttl || *ttl < std::chrono::seconds(1) || *ttl > kMaxTokenTtl) {
+    return usage("--ttl: expected a duration from 1s to 720h (30 days)");
+  }
+  if (!validMode(f.mode)) return usage("--mode: expected push or pull");
   bool pull = f.mode == "pull";
   if (pull != !f.consumerEndpoint.empty() || pull != !f.consumerCaFingerprint.empty()) {
-    return fail("--mode pull needs --consumer-endpoint and --consumer-ca-fingerprint (the "
+    return usage("--mode pull needs --consumer-endpoint and --consumer-ca-fingerprint (the "
                 "consumer's ConfigMap strait-system/strait-agent: linkEndpoint, "
                 "caFingerprint), and only it takes them");
   }
@@ -85,16 +96,16 @@ int runPeer(const PeerFlags& f) {
   setupLogging("warn");
   int sources = !f.token.empty() + !f.tokenFile.empty() + !f.remoteKubeconfig.empty();
   if (sources != 1) {
-    return fail("give exactly one of --token or --token-file (out-of-band) or "
+    return usage("give exactly one of --token or --token-file (out-of-band) or "
                 "--remote-kubeconfig (in-band)");
   }
   auto timeout = parseDuration(f.timeout);
-  if (!timeout) return fail("--timeout: expected a duration like 60s");
-  if (!validMode(f.mode)) return fail("--mode: expected push or pull");
+  if (!timeout) return usage("--timeout: expected a duration like 60s");
+  if (!validMode(f.mode)) return usage("--mode: expected push or pull");
   std::string resources = "cpu=" + f.cpu + ",memory=" + f.memory + ",pods=" + f.pods;
   for (const std::string& r : f.resources) resources += "," + r;
   auto requested = peering::parseResourceArg(resources);
-  if (!requested.ok()) return fail(requested.error().message);
+  if (!requested.ok()) return usage(requested.error().message);
   auto consumer = clientFor(f.kubeconfig);
   if (!consumer.ok()) return fail(consumer.error().message);
   peering::PeerRequest req;
@@ -139,10 +150,10 @@ struct UnpeerFlags {
 int runUnpeer(const UnpeerFlags& f) {
   setupLogging("warn");
   if (f.remoteName.empty() == f.remoteKubeconfig.empty()) {
-    return fail("give exactly one of --remote-name or --remote-kubeconfig");
+    return usage("give exactly one of --remote-name or --remote-kubeconfig");
   }
   auto timeout = parseDuration(f.timeout);
-  if (!timeout) return fail("--timeout: expected a duration like 5m");
+  if (!timeout) return usage("--timeout: expected a duration like 5m");
   auto consumer = clientFor(f.kubeconfig);
   if (!consumer.ok()) return fail(consumer.error().message);
   peering::UnpeerRequest req;
@@ -174,11 +185,18 @@ struct StatusFlags {
 int runStatus(const StatusFlags& f) {
   setupLogging("warn");
   if (!f.output.empty() && f.output != "json" && f.output != "table") {
-    return fail("-o: expected json or table");
+    return usage("-o: expected json or table");
   }
   auto client = clientFor(f.kubeconfig);
   if (!client.ok()) return fail(client.error().message);
   auto rows = peering::peeringStatus(**client);
+  if (!rows.ok() && rows.error().code == kube::Code::NotFound &&
+      peering::agentClusterId(**client).code() == kube::Code::NotFound) {
+    // No ForeignCluster resource and no agent ConfigMap: no agent ever started there.
+    return fail("Strait is not running in the cluster at " + (*client)->config().server +
+                " (no Strait agent has started there). Start one with: strait agent "
+                "--kubeconfig " + f.kubeconfig + " --cluster-name NAME");
+  }
   if (!rows.ok()) return fail(rows.error().message);
   if (f.output == "json") {
     std::cout << rows->dump(2) << "\n";
@@ -196,13 +214,17 @@ void addPeeringCommands(CLI::App& app) {
   auto tf = std::make_shared<TokenFlags>();
   CLI::App* token = app.add_subcommand("token", "print a one-time peering token for this provider");
   token->add_option("--kubeconfig", tf->kubeconfig, "kubeconfig of the provider")->required();
-  token->add_option("--ttl", tf->ttl, "how long the token stays valid")->capture_default_str();
+  token->add_option("--ttl", tf->ttl, "how long the token stays valid (1s to 720h, i.e. 30 days)")
+      ->capture_default_str()
+      ->check(durationValidator(std::chrono::seconds(1), kMaxTokenTtl));
   token->add_option("--mode", tf->mode,
                     "push (the consumer dials this provider) or pull (this provider's agent "
                     "dials the consumer, e.g. from behind NAT)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"push", "pull"}));
   token->add_option("--consumer-endpoint", tf->consumerEndpoint,
-                    "pull mode: the consumer agent's link endpoint HOST:PORT");
+                    "pull mode: the consumer agent's link endpoint HOST:PORT")
+      ->check(hostPortValidator(false));
   token->add_option("--consumer-ca-fingerprint", tf->consumerCaFingerprint,
                     "pull mode: SHA-256 fingerprint of the consumer's CA (pinned)");
   token->callback([tf] { setExitCode(runToken(*tf)); });
@@ -215,16 +237,26 @@ void addPeeringCommands(CLI::App& app) {
   peer->add_option("--token", pf->token, "token from `strait token` (out-of-band peering)");
   peer->add_option("--token-file", pf->tokenFile,
                    "file holding the token (out-of-band peering; keeps it out of `ps`)");
-  peer->add_option("--cpu", pf->cpu, "CPU to ask for")->capture_default_str();
-  peer->add_option("--memory", pf->memory, "memory to ask for")->capture_default_str();
-  peer->add_option("--pods", pf->pods, "pods to ask for")->capture_default_str();
-  peer->add_option("--resource", pf->resources, "other resource NAME=QUANTITY (repeatable)");
-  peer->add_option("--timeout", pf->timeout, "how long to wait")->capture_default_str();
+  peer->add_option("--cpu", pf->cpu, "CPU to ask for (above zero)")
+      ->capture_default_str()
+      ->check(positiveQuantityValidator());
+  peer->add_option("--memory", pf->memory, "memory to ask for (above zero)")
+      ->capture_default_str()
+      ->check(positiveQuantityValidator());
+  peer->add_option("--pods", pf->pods, "pods to ask for (above zero)")
+      ->capture_default_str()
+      ->check(positiveQuantityValidator());
+  peer->add_option("--resource", pf->resources, "other resource NAME=QUANTITY (repeatable)")
+      ->check(resourceListValidator());
+  peer->add_option("--timeout", pf->timeout, "how long to wait (1s to 24h)")
+      ->capture_default_str()
+      ->check(durationValidator(std::chrono::seconds(1), std::chrono::hours(24)));
   peer->add_option("--mode", pf->mode,
                    "push (this consumer's agent dials the provider) or pull (the provider's "
                    "agent dials this consumer's agent; with --token, the token must be issued "
                    "with `strait token --mode pull`)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"push", "pull"}));
   peer->callback([pf] { setExitCode(runPeer(*pf)); });
 
   auto uf = std::make_shared<UnpeerFlags>();
@@ -234,13 +266,16 @@ void addPeeringCommands(CLI::App& app) {
   unpeer->add_option("--remote-name", uf->remoteName, "name of the provider's ForeignCluster");
   unpeer->add_flag("--drain", uf->drain, "evict offloaded pods and wait for them");
   unpeer->add_flag("--force", uf->force, "part even if the provider agent is unreachable");
-  unpeer->add_option("--timeout", uf->timeout, "overall deadline")->capture_default_str();
+  unpeer->add_option("--timeout", uf->timeout, "overall deadline (1s to 24h)")
+      ->capture_default_str()
+      ->check(durationValidator(std::chrono::seconds(1), std::chrono::hours(24)));
   unpeer->callback([uf] { setExitCode(runUnpeer(*uf)); });
 
   auto sf = std::make_shared<StatusFlags>();
   CLI::App* status = app.add_subcommand("status", "show this cluster's peerings");
   status->add_option("--kubeconfig", sf->kubeconfig, "kubeconfig of the cluster")->required();
-  status->add_option("-o,--output", sf->output, "table (default) or json");
+  status->add_option("-o,--output", sf->output, "table (default) or json")
+      ->check(CLI::IsMember({"table", "json"}));
   status->callback([sf] { setExitCode(runStatus(*sf)); });
 }
 

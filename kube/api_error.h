@@ -5,6 +5,7 @@
 // details.kind and details.causes are kept. Pure functions; thread-safe.
 
 #include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
 
 #include "kube/status.h"
@@ -26,5 +27,12 @@ inline bool isUnauthorized(const Error& e) { return e.code == Code::Unauthorized
 inline bool isInvalid(const Error& e) { return e.code == Code::Invalid; }
 inline bool isTooManyRequests(const Error& e) { return e.code == Code::TooManyRequests; }
 inline bool isServerTimeout(const Error& e) { return e.code == Code::ServerTimeout; }
+// A Conflict from a stale resourceVersion: optimistic concurrency ("the object has been
+// modified; please apply your changes to the latest version and try again", the API server's
+// words), which a retry on the current version resolves. Not a conflict between owners.
+inline bool isStaleVersionConflict(const Error& e) {
+  return e.code == Code::Conflict &&
+         e.message.find("the object has been modified") != std::string::npos;
+}
 
 }  // namespace strait::kube

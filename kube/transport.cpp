@@ -12,6 +12,7 @@
 #include <cpprest/http_client.h>
 
 #include <mutex>
+#include <optional>
 #include <system_error>
 
 #include "kube/api_error.h"
@@ -25,19 +26,75 @@ using web::http::client::http_client_config;
 constexpr auto kStreamIoTimeout = std::chrono::minutes(11);  // the longest watch is 10 min
 constexpr size_t kReadChunk = 64 * 1024;
 
-Error transportError(const std::exception& e) {
-  if (auto* he = dynamic_cast<const web::http::http_exception*>(&e)) {
-    if (he->error_code() == std::errc::timed_out) {
-      return makeError(Code::ServerTimeout, std::string("request timed out: ") + e.what());
+// The last certificate verification failure of a transport's connections, recorded by the
+// TLS context's verify function (cpprestsdk reports only "Error in SSL handshake"). Shared by
+// the connections' threads.
+class VerifyFailures {
+ public:
+  // SSL_CTX_set_cert_verify_callback: verifies the chain as OpenSSL would, recording a failure.
+  static int verify(X509_STORE_CTX* ctx, void* arg) {
+    int ok = X509_verify_cert(ctx);
+    if (ok <= 0) {
+      auto* self = static_cast<VerifyFailures*>(arg);
+      std::lock_guard<std::mutex> lock(self->mu_);
+      self->last_ = X509_STORE_CTX_get_error(ctx);
     }
+    return ok;
   }
-  return makeError(Code::Unavailable, e.what());
+  // The last failure's X509_V_ERR code (X509_V_OK: the chain verified but the name check
+  // failed), or nullopt if none was recorded since the last take().
+  std::optional<int> take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::optional<int> r = last_;
+    last_.reset();
+    return r;
+  }
+
+ private:
+  std::mutex mu_;
+  std::optional<int> last_;  // guarded by mu_
+};
+
+// What did not verify, in words, for a failed handshake with `server`.
+std::string handshakeFailure(const std::string& server, bool kubeconfigCa,
+                             std::optional<int> verifyError, const std::string& what) {
+  std::string msg = "TLS handshake with " + server + " failed: ";
+  if (!verifyError) return msg + what;
+  const std::string detail =
+      " (certificate verify failed: " +
+      std::string(*verifyError == X509_V_OK ? "hostname mismatch"
+                                            : X509_verify_cert_error_string(*verifyError)) +
+      ")";
+  switch (*verifyError) {
+    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+    case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+    case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+    case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+    case X509_V_ERR_CERT_SIGNATURE_FAILURE:
+      return msg + "the server's certificate is not signed by " +
+             (kubeconfigCa ? "the kubeconfig's certificate-authority-data"
+                           : "a certificate authority this system trusts (the kubeconfig "
+                             "names none)") +
+             detail;
+    case X509_V_ERR_CERT_HAS_EXPIRED:
+      return msg + "the server's certificate has expired" + detail;
+    case X509_V_ERR_CERT_NOT_YET_VALID:
+      return msg + "the server's certificate is not valid yet" + detail;
+    case X509_V_OK:
+      return msg + "the server's certificate is not issued for the host in the server URL" +
+             detail;
+    default:
+      return msg + "the server's certificate did not verify" + detail;
+  }
 }
 
 class CppRestTransport : public Transport {
  public:
   CppRestTransport(const RestConfig& cfg, std::string certPem, std::string keyPem)
-      : certPem_(std::move(certPem)),
+      : server_(cfg.server),
+        verifyFailures_(std::make_shared<VerifyFailures>()),
+        certPem_(std::move(certPem)),
         keyPem_(std::move(keyPem)),
         caPem_(cfg.caPem),
         hostHeader_(cfg.tlsServerName),
@@ -130,12 +187,30 @@ class CppRestTransport : public Transport {
     return req;
   }
 
+  Error transportError(const std::exception& e) {
+    if (auto* he = dynamic_cast<const web::http::http_exception*>(&e)) {
+      if (he->error_code() == std::errc::timed_out) {
+        return makeError(Code::ServerTimeout, std::string("request timed out: ") + e.what());
+      }
+    }
+    std::string what = e.what();
+    if (what.find("SSL handshake") != std::string::npos ||
+        what.find("handshake") != std::string::npos) {
+      return makeError(Code::Unavailable, handshakeFailure(server_, !caPem_.empty(),
+                                                           verifyFailures_->take(), what));
+    }
+    return makeError(Code::Unavailable, what);
+  }
+
   http_client_config makeConfig(const RestConfig& cfg, std::chrono::milliseconds timeout) {
     http_client_config c;
     c.set_timeout(timeout);
     c.set_validate_certificates(!cfg.insecureSkipTlsVerify);
     std::string ca = caPem_, cert = certPem_, key = keyPem_;
-    c.set_ssl_context_callback([ca, cert, key](boost::asio::ssl::context& ctx) {
+    std::shared_ptr<VerifyFailures> failures = verifyFailures_;
+    c.set_ssl_context_callback([ca, cert, key, failures](boost::asio::ssl::context& ctx) {
+      SSL_CTX_set_cert_verify_callback(ctx.native_handle(), &VerifyFailures::verify,
+                                       failures.get());
       if (!ca.empty()) {
         // Trust only the configured CA, as client-go does with certificate-authority.
         SSL_CTX_set_cert_store(ctx.native_handle(), X509_STORE_new());
@@ -149,6 +224,8 @@ class CppRestTransport : public Transport {
     return c;
   }
 
+  const std::string server_;
+  const std::shared_ptr<VerifyFailures> verifyFailures_;  // outlives the TLS contexts
   const std::string certPem_;
   const std::string keyPem_;
   const std::string caPem_;

@@ -5,11 +5,17 @@
 // method except Join refuses a call that presented no certificate. The verified CommonName
 // becomes Caller::clusterId; authorization (is this peering active, is this namespace the
 // caller's) is the handler's job.
+#include <grpc/grpc.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/server_credentials.h>
+#include <netdb.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 
 #include "peering/grpc_auth.h"
@@ -113,6 +119,38 @@ class ReflectionServiceImpl final : public v1::Reflection::Service {
   PeeringHandler& h_;
 };
 
+// Why HOST:PORT `listen` cannot be bound, found by binding a plain socket to it the way gRPC
+// would (after gRPC failed); "" when that bind succeeds or the address does not resolve.
+std::string whyCannotBind(const std::string& listen) {
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) return {};
+  std::string host = listen.substr(0, colon);
+  std::string port = listen.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &res) != 0) {
+    return {};
+  }
+  std::string why;
+  for (addrinfo* a = res; a && why.empty(); a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      why = errno == EADDRINUSE
+                ? "port " + port + " is already in use (another process listens on it)"
+                : std::string(std::strerror(errno));
+    }
+    ::close(fd);
+  }
+  freeaddrinfo(res);
+  return why;
+}
+
 class GrpcServer final : public RpcServer {
  public:
   explicit GrpcServer(PeeringHandler& h) : peering_(h), reflection_(h) {}
@@ -123,6 +161,9 @@ class GrpcServer final : public RpcServer {
     opts.pem_root_certs = config.clientCaPem;
     opts.pem_key_cert_pairs.push_back({config.serverCert.keyPem, config.serverCert.certPem});
     grpc::ServerBuilder builder;
+    // gRPC sets SO_REUSEPORT by default: a second server on a taken port would bind too and
+    // take a share of the connections meant for the first. A taken port is an error instead.
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.AddListeningPort(config.listen, grpc::SslServerCredentials(opts), &port_);
     builder.RegisterService(&peering_);
     builder.RegisterService(&reflection_);
@@ -133,8 +174,11 @@ class GrpcServer final : public RpcServer {
     builder.SetMaxReceiveMessageSize(16 << 20);
     server_ = builder.BuildAndStart();
     if (!server_ || port_ == 0) {
+      server_.reset();
+      std::string why = whyCannotBind(config.listen);
       return kube::makeError(kube::Code::Unavailable,
-                             "gRPC server could not listen on " + config.listen);
+                             "gRPC server could not listen on " + config.listen +
+                                 (why.empty() ? std::string() : ": " + why));
     }
     return kube::Status::OK();
   }

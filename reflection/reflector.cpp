@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "kube/api_error.h"
+
 namespace strait::reflection {
 
 Reflector::~Reflector() { stop(); }
@@ -69,10 +71,15 @@ void Reflector::work(Kind& k) {
         break;
       case HandleResult::Kind::Retry:
         ++k.retries;
-        spdlog::warn("event=reflect_retry kind={} key={} code={} error=\"{}\" requeues={}",
-                     k.reflector->kind(), *key,
-                     r.error.ok() ? "Unknown" : kube::reasonOf(r.error.code()),
-                     r.error.ok() ? "" : r.error.error().message, k.queue->numRequeues(*key));
+        // A stale-version Conflict is optimistic concurrency at work (another writer was
+        // first; the retry reads the new version): routine, so logged at debug.
+        spdlog::log(!r.error.ok() && kube::isStaleVersionConflict(r.error.error())
+                        ? spdlog::level::debug
+                        : spdlog::level::warn,
+                    "event=reflect_retry kind={} key={} code={} error=\"{}\" requeues={}",
+                    k.reflector->kind(), *key,
+                    r.error.ok() ? "Unknown" : kube::reasonOf(r.error.code()),
+                    r.error.ok() ? "" : r.error.error().message, k.queue->numRequeues(*key));
         k.queue->addRateLimited(*key);
         break;
     }

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "kube/api_error.h"
 #include "kube/object.h"
 #include "reflection/labels.h"
 
@@ -201,8 +202,11 @@ void NodeController::run(std::stop_token stop) {
   auto nextLease = std::chrono::steady_clock::now();
   while (!stop.stop_requested()) {
     if (kube::Status s = syncNode(); !s.ok()) {
-      spdlog::warn("event=vnode_sync_failed node={} code={} error=\"{}\"", name_,
-                   kube::reasonOf(s.code()), s.error().message);
+      // Another writer updated the Node first; the next sync reads it (routine).
+      spdlog::log(kube::isStaleVersionConflict(s.error()) ? spdlog::level::debug
+                                                          : spdlog::level::warn,
+                  "event=vnode_sync_failed node={} code={} error=\"{}\"", name_,
+                  kube::reasonOf(s.code()), s.error().message);
     }
     auto now = std::chrono::steady_clock::now();
     if (now >= nextLease) nextLease = now + renewLease();
