@@ -14,6 +14,12 @@
 #include "kube/patch.h"
 
 namespace strait::kube {
+
+const PatchSchema* PatchSchema::field(const std::string& name) const {
+  auto it = fields.find(name);
+  return it == fields.end() ? nullptr : it->second.get();
+}
+
 namespace {
 
 using Node = std::shared_ptr<const PatchSchema>;
