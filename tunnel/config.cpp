@@ -7,8 +7,8 @@
 
 namespace strait::tunnel {
 
-using kube::Code;
-using kube::makeError;
+using base::Code;
+using base::makeError;
 
 namespace {
 
@@ -48,7 +48,7 @@ const char* kIgnored[] = {"dns",     "table",    "preup",      "postup",
 
 }  // namespace
 
-kube::Result<InterfaceConfig> parseConfig(const std::string& text, const std::string& origin) {
+base::Result<InterfaceConfig> parseConfig(const std::string& text, const std::string& origin) {
   InterfaceConfig cfg;
   enum class Section { None, Interface, Peer } section = Section::None;
   bool sawInterface = false, sawPrivateKey = false, peerHasKey = false;
@@ -59,7 +59,7 @@ kube::Result<InterfaceConfig> parseConfig(const std::string& text, const std::st
   auto fail = [&](const std::string& what) {
     return makeError(Code::Invalid, origin + ":" + std::to_string(lineNo) + ": " + what);
   };
-  auto endPeer = [&]() -> std::optional<kube::Error> {
+  auto endPeer = [&]() -> std::optional<base::Error> {
     if (section == Section::Peer && !peerHasKey) {
       return makeError(Code::Invalid,
                        origin + ":" + std::to_string(peerLine) + ": [Peer] has no PublicKey");
@@ -183,7 +183,7 @@ kube::Result<InterfaceConfig> parseConfig(const std::string& text, const std::st
   return cfg;
 }
 
-kube::Result<InterfaceConfig> loadConfigFile(const std::string& path) {
+base::Result<InterfaceConfig> loadConfigFile(const std::string& path) {
   std::ifstream f(path);
   if (!f) return makeError(Code::NotFound, "cannot read config file " + path);
   std::stringstream ss;

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "kube/status.h"
+#include "base/status.h"
 #include "tunnel/crypto.h"
 #include "tunnel/ip.h"
 #include "tunnel/remap.h"
@@ -45,8 +45,8 @@ struct InterfaceConfig {
 };
 
 // Parses a configuration. `origin` names the source in messages (a path).
-kube::Result<InterfaceConfig> parseConfig(const std::string& text, const std::string& origin);
+base::Result<InterfaceConfig> parseConfig(const std::string& text, const std::string& origin);
 // Reads and parses a file.
-kube::Result<InterfaceConfig> loadConfigFile(const std::string& path);
+base::Result<InterfaceConfig> loadConfigFile(const std::string& path);
 
 }  // namespace strait::tunnel

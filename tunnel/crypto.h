@@ -1,5 +1,5 @@
 #pragma once
-// WireGuard's cryptographic primitives on top of OpenSSL 3 (see shared/notes/WIREGUARD.md):
+// WireGuard's cryptographic primitives (whitepaper section 5.4) on top of OpenSSL 3:
 // BLAKE2s HASH and keyed MAC, HMAC-BLAKE2s and the HKDF chain (KDF1/2/3), X25519, and
 // ChaCha20-Poly1305 / XChaCha20-Poly1305 AEADs. Secrets live in SecretBytes, which wipes
 // itself with OPENSSL_cleanse on every exit path.

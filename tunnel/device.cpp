@@ -11,8 +11,8 @@
 
 namespace strait::tunnel {
 
-using kube::Code;
-using kube::makeError;
+using base::Code;
+using base::makeError;
 
 Device::Device(DeviceOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 
@@ -22,7 +22,7 @@ Device::~Device() {
   impl_->peers.clear();
 }
 
-kube::Status Device::start(int tunFd) {
+base::Status Device::start(int tunFd) {
   Impl& d = *impl_;
   if (d.running.load()) return makeError(Code::Conflict, "device already started");
   auto sock = UdpSocket::open(d.configuredPort.load(), d.options.udpOffload);
@@ -49,7 +49,7 @@ kube::Status Device::start(int tunFd) {
   d.tunThread = std::thread([&d] { d.tunLoop(); });
   d.udpThread = std::thread([&d] { d.udpLoop(); });
   d.timerThread = std::thread([&d] { d.timerLoop(); });
-  return kube::Status::OK();
+  return base::Status::OK();
 }
 
 void Device::stop() {
@@ -69,7 +69,7 @@ void Device::stop() {
   spdlog::info("event=device_stop");
 }
 
-kube::Status Device::setPrivateKey(const PrivateKey& key) {
+base::Status Device::setPrivateKey(const PrivateKey& key) {
   Impl& d = *impl_;
   auto pub = publicKeyOf(key);
   if (!pub) return makeError(Code::Invalid, "private key refused by X25519");
@@ -84,15 +84,15 @@ kube::Status Device::setPrivateKey(const PrivateKey& key) {
     d.wipePeerSessions(*peer);
     peer->handshake.setRemoteStatic(d.identity, peer->publicKey);
   }
-  return kube::Status::OK();
+  return base::Status::OK();
 }
 
-kube::Status Device::setListenPort(uint16_t port) {
+base::Status Device::setListenPort(uint16_t port) {
   Impl& d = *impl_;
   d.configuredPort = port;
-  if (!d.running.load()) return kube::Status::OK();
+  if (!d.running.load()) return base::Status::OK();
   std::shared_ptr<UdpSocket> old = d.currentSocket();
-  if (old && port != 0 && old->port() == port) return kube::Status::OK();
+  if (old && port != 0 && old->port() == port) return base::Status::OK();
   {
     // Release the old port first so that the new bind may reuse it.
     std::lock_guard lock(d.socketMu);
@@ -108,7 +108,7 @@ kube::Status Device::setListenPort(uint16_t port) {
   uint64_t one = 1;
   (void)!write(d.rebindFd, &one, sizeof one);
   spdlog::info("event=listen_port_changed port={}", (*sock)->port());
-  return kube::Status::OK();
+  return base::Status::OK();
 }
 
 uint16_t Device::listenPort() const {
@@ -116,7 +116,7 @@ uint16_t Device::listenPort() const {
   return s ? s->port() : impl_->configuredPort.load();
 }
 
-kube::Status Device::applyConfig(const InterfaceConfig& config) {
+base::Status Device::applyConfig(const InterfaceConfig& config) {
   if (auto st = setPrivateKey(config.privateKey); !st.ok()) return st;
   if (auto st = setListenPort(config.listenPort); !st.ok()) return st;
   removeAllPeers();
@@ -130,10 +130,10 @@ kube::Status Device::applyConfig(const InterfaceConfig& config) {
     u.remap = p.remap;
     if (auto st = updatePeer(p.publicKey, u); !st.ok()) return st;
   }
-  return kube::Status::OK();
+  return base::Status::OK();
 }
 
-kube::Status Device::updatePeer(const PublicKey& publicKey, const PeerUpdate& update,
+base::Status Device::updatePeer(const PublicKey& publicKey, const PeerUpdate& update,
                                 bool updateOnly) {
   Impl& d = *impl_;
   std::unique_lock lock(d.peersMu);
@@ -164,7 +164,7 @@ kube::Status Device::updatePeer(const PublicKey& publicKey, const PeerUpdate& up
   if (update.remap) peer.remap = *update.remap;
   if (update.replaceAllowedIps) d.allowedIps.removeValue(&peer);
   for (const IpPrefix& p : update.addAllowedIps) d.allowedIps.insert(p, &peer);
-  return kube::Status::OK();
+  return base::Status::OK();
 }
 
 bool Device::removePeer(const PublicKey& publicKey) {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "kube/status.h"
+#include "base/status.h"
 #include "tunnel/config.h"
 #include "tunnel/crypto.h"
 #include "tunnel/ip.h"
@@ -94,21 +94,21 @@ class Device {
   // Binds the UDP socket (the configured listen port, 0 = any) and starts the threads.
   // `tunFd` is a TUN descriptor (or any datagram fd carrying raw IP packets, e.g. one end
   // of a socketpair in tests); borrowed: it must stay open until stop() returns. Call once.
-  kube::Status start(int tunFd);
+  base::Status start(int tunFd);
   // Joins the threads and closes the UDP socket. Idempotent.
   void stop();
 
   // Sets the static private key: recomputes every peer's static-static DH and drops their
   // sessions. Peers whose public key equals ours are removed.
-  kube::Status setPrivateKey(const PrivateKey& key);
+  base::Status setPrivateKey(const PrivateKey& key);
   // Sets the UDP port; rebinds the socket if running (0 = any free port).
-  kube::Status setListenPort(uint16_t port);
+  base::Status setListenPort(uint16_t port);
   // The bound port while running, else the configured one.
   uint16_t listenPort() const;
   // Applies a whole configuration: key, port, and replaces every peer.
-  kube::Status applyConfig(const InterfaceConfig& config);
+  base::Status applyConfig(const InterfaceConfig& config);
   // Creates the peer (unless `updateOnly`, then NotFound) and applies `update`.
-  kube::Status updatePeer(const PublicKey& publicKey, const PeerUpdate& update,
+  base::Status updatePeer(const PublicKey& publicKey, const PeerUpdate& update,
                           bool updateOnly = false);
   // Removes one peer (false if absent) or all peers, wiping their keys.
   bool removePeer(const PublicKey& publicKey);

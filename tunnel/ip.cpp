@@ -8,8 +8,8 @@
 
 namespace strait::tunnel {
 
-using kube::Code;
-using kube::makeError;
+using base::Code;
+using base::makeError;
 
 std::string IpAddress::toString() const {
   char buf[INET6_ADDRSTRLEN] = {0};
@@ -17,7 +17,7 @@ std::string IpAddress::toString() const {
   return buf;
 }
 
-kube::Result<IpAddress> IpAddress::parse(const std::string& text) {
+base::Result<IpAddress> IpAddress::parse(const std::string& text) {
   IpAddress a;
   if (inet_pton(AF_INET, text.c_str(), a.bytes.data()) == 1) {
     a.family = AF_INET;
@@ -49,7 +49,7 @@ bool IpPrefix::contains(const IpAddress& a) const {
 
 std::string IpPrefix::toString() const { return address.toString() + "/" + std::to_string(bits); }
 
-kube::Result<IpPrefix> IpPrefix::parse(const std::string& text) {
+base::Result<IpPrefix> IpPrefix::parse(const std::string& text) {
   size_t slash = text.find('/');
   auto addr = IpAddress::parse(text.substr(0, slash));
   if (!addr.ok()) return addr.error();
@@ -80,7 +80,7 @@ std::string Endpoint::toString() const {
   return address.toString() + ":" + std::to_string(port);
 }
 
-kube::Result<Endpoint> Endpoint::parse(const std::string& text) {
+base::Result<Endpoint> Endpoint::parse(const std::string& text) {
   std::string host, portText;
   if (!text.empty() && text[0] == '[') {
     size_t close = text.find(']');

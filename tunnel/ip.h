@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "kube/status.h"
+#include "base/status.h"
 
 namespace strait::tunnel {
 
@@ -20,7 +20,7 @@ struct IpAddress {
   size_t size() const { return family == AF_INET ? 4 : 16; }
   bool operator==(const IpAddress&) const = default;
   std::string toString() const;
-  static kube::Result<IpAddress> parse(const std::string& text);
+  static base::Result<IpAddress> parse(const std::string& text);
   static IpAddress v4(uint32_t hostOrder);
 };
 
@@ -32,7 +32,7 @@ struct IpPrefix {
   bool contains(const IpAddress& a) const;
   std::string toString() const;
   // "10.0.0.0/8", "fd00::/64"; a bare address means /32 or /128. Host bits are cleared.
-  static kube::Result<IpPrefix> parse(const std::string& text);
+  static base::Result<IpPrefix> parse(const std::string& text);
 };
 
 // A UDP endpoint (address and port).
@@ -44,7 +44,7 @@ struct Endpoint {
   bool operator==(const Endpoint&) const = default;
   std::string toString() const;  // 1.2.3.4:51820, [fd00::1]:51820
   // "host:port" or "[v6]:port"; host names are resolved (getaddrinfo, may block).
-  static kube::Result<Endpoint> parse(const std::string& text);
+  static base::Result<Endpoint> parse(const std::string& text);
   // To a sockaddr for an AF_INET6 dual-stack socket (v4 as v4-mapped).
   sockaddr_in6 toSockaddr6() const;
   static Endpoint fromSockaddr(const sockaddr* sa);

@@ -4,10 +4,10 @@
 
 namespace strait::tunnel {
 
-using kube::Code;
-using kube::makeError;
+using base::Code;
+using base::makeError;
 
-kube::Status PrefixRemap::validate() const {
+base::Status PrefixRemap::validate() const {
   if (peer.address.family != AF_INET || local.address.family != AF_INET) {
     return makeError(Code::Invalid, "remap " + toString() + ": only IPv4 prefixes are remapped");
   }
@@ -18,12 +18,12 @@ kube::Status PrefixRemap::validate() const {
   if (peer == local) {
     return makeError(Code::Invalid, "remap " + toString() + ": prefixes are identical");
   }
-  return kube::Status::OK();
+  return base::Status::OK();
 }
 
 std::string PrefixRemap::toString() const { return peer.toString() + " -> " + local.toString(); }
 
-kube::Result<PrefixRemap> PrefixRemap::parse(const std::string& text) {
+base::Result<PrefixRemap> PrefixRemap::parse(const std::string& text) {
   size_t arrow = text.find("->");
   if (arrow == std::string::npos) {
     return makeError(Code::Invalid, "remap \"" + text + "\": expected PEER_CIDR -> LOCAL_CIDR");

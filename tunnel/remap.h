@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kube/status.h"
+#include "base/status.h"
 #include "tunnel/ip.h"
 
 namespace strait::tunnel {
@@ -22,10 +22,10 @@ struct PrefixRemap {
   IpPrefix local;  // how it appears locally
 
   // Both IPv4 with the same length, and distinct.
-  kube::Status validate() const;
+  base::Status validate() const;
   // "10.200.0.0/16 -> 10.201.0.0/16" (the config syntax).
   std::string toString() const;
-  static kube::Result<PrefixRemap> parse(const std::string& text);
+  static base::Result<PrefixRemap> parse(const std::string& text);
 };
 
 // Translates an outbound IPv4 packet in place. True if it was changed. Packets that are

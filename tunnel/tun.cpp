@@ -13,11 +13,11 @@
 
 namespace strait::tunnel {
 
-using kube::Code;
-using kube::makeError;
+using base::Code;
+using base::makeError;
 
 namespace {
-kube::Result<int> openTunFd(const std::string& name, short flags) {
+base::Result<int> openTunFd(const std::string& name, short flags) {
   int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
   if (fd < 0) {
     return makeError(Code::Unavailable, std::string("open /dev/net/tun: ") + strerror(errno));
@@ -34,7 +34,7 @@ kube::Result<int> openTunFd(const std::string& name, short flags) {
 }
 }  // namespace
 
-kube::Result<TunHandle> openTun(const std::string& name, bool offload) {
+base::Result<TunHandle> openTun(const std::string& name, bool offload) {
   if (name.empty() || name.size() >= IFNAMSIZ) {
     return makeError(Code::Invalid, "interface name \"" + name + "\" must be 1..15 characters");
   }
@@ -53,11 +53,11 @@ kube::Result<TunHandle> openTun(const std::string& name, bool offload) {
 
 namespace {
 
-kube::Status ioctlOn(int sock, unsigned long request, void* arg, const std::string& what) {
+base::Status ioctlOn(int sock, unsigned long request, void* arg, const std::string& what) {
   if (ioctl(sock, request, arg) != 0) {
     return makeError(Code::Unavailable, what + ": " + strerror(errno));
   }
-  return kube::Status::OK();
+  return base::Status::OK();
 }
 
 sockaddr_in v4Sockaddr(const uint8_t* bytes) {
@@ -74,13 +74,13 @@ sockaddr_in v4Mask(int bits) {
 
 }  // namespace
 
-kube::Result<std::vector<std::string>> configureInterface(const std::string& name, int mtu,
+base::Result<std::vector<std::string>> configureInterface(const std::string& name, int mtu,
                                                           const std::vector<IpPrefix>& addresses,
                                                           const std::vector<IpPrefix>& routes) {
   std::vector<std::string> warnings;
   int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (sock < 0) return makeError(Code::Unavailable, std::string("socket: ") + strerror(errno));
-  auto fail = [&](const kube::Status& st) {
+  auto fail = [&](const base::Status& st) {
     close(sock);
     return st.error();
   };

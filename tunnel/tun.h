@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "kube/status.h"
+#include "base/status.h"
 #include "tunnel/ip.h"
 
 namespace strait::tunnel {
@@ -18,11 +18,11 @@ struct TunHandle {
 // Creates (or attaches to) TUN interface `name` (IFF_TUN | IFF_NO_PI). With `offload`, asks
 // for IFF_VNET_HDR with checksum and TCP segmentation offloads, falling back to a plain TUN
 // when the kernel refuses them.
-kube::Result<TunHandle> openTun(const std::string& name, bool offload);
+base::Result<TunHandle> openTun(const std::string& name, bool offload);
 
 // Sets the MTU, adds the IPv4 addresses, brings the link up and routes `routes` (IPv4)
 // through it. IPv6 entries are skipped and named in the returned warnings.
-kube::Result<std::vector<std::string>> configureInterface(const std::string& name, int mtu,
+base::Result<std::vector<std::string>> configureInterface(const std::string& name, int mtu,
                                                           const std::vector<IpPrefix>& addresses,
                                                           const std::vector<IpPrefix>& routes);
 

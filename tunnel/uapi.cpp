@@ -16,8 +16,8 @@
 
 namespace strait::tunnel {
 
-using kube::Code;
-using kube::makeError;
+using base::Code;
+using base::makeError;
 
 namespace {
 
@@ -167,7 +167,7 @@ std::string handleUapiRequest(Device& device, const std::string& request) {
   return "errno=" + std::to_string(kErrInvalid) + "\n\n";
 }
 
-kube::Status UapiServer::start() {
+base::Status UapiServer::start() {
   if (mkdir(directory_.c_str(), 0755) != 0 && errno != EEXIST) {
     return makeError(Code::Unavailable, "mkdir " + directory_ + ": " + strerror(errno));
   }
@@ -200,7 +200,7 @@ kube::Status UapiServer::start() {
   running_ = true;
   thread_ = std::thread([this] { serve(); });
   spdlog::info("event=uapi_listening path={}", path);
-  return kube::Status::OK();
+  return base::Status::OK();
 }
 
 void UapiServer::stop() {

@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "kube/status.h"
+#include "base/status.h"
 #include "tunnel/device.h"
 
 namespace strait::tunnel {
@@ -30,7 +30,7 @@ class UapiServer {
 
   // Creates the directory (0755) and the socket (0600), replacing a stale socket file but
   // refusing (AlreadyExists) when another process still listens on it.
-  kube::Status start();
+  base::Status start();
   // Stops serving and removes the socket file.
   void stop();
   std::string socketPath() const { return directory_ + "/" + name_ + ".sock"; }

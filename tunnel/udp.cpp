@@ -17,8 +17,8 @@
 
 namespace strait::tunnel {
 
-using kube::Code;
-using kube::makeError;
+using base::Code;
+using base::makeError;
 
 namespace {
 constexpr size_t kMaxGsoSegments = 64;
@@ -31,7 +31,7 @@ ReceiveBuffers::ReceiveBuffers(size_t count, size_t size) : slots(count) {
   packets.reserve(count * 4);
 }
 
-kube::Result<std::shared_ptr<UdpSocket>> UdpSocket::open(uint16_t port, bool offload) {
+base::Result<std::shared_ptr<UdpSocket>> UdpSocket::open(uint16_t port, bool offload) {
   std::shared_ptr<UdpSocket> s(new UdpSocket());
   s->fd_ = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (s->fd_ >= 0) {

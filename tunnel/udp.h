@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include "kube/status.h"
+#include "base/status.h"
 #include "tunnel/ip.h"
 
 namespace strait::tunnel {
@@ -38,7 +38,7 @@ class UdpSocket {
  public:
   // Binds [::]:port (0 = any free port), falling back to 0.0.0.0 when IPv6 is off.
   // `offload` asks for UDP GRO (receive) and GSO (send).
-  static kube::Result<std::shared_ptr<UdpSocket>> open(uint16_t port, bool offload);
+  static base::Result<std::shared_ptr<UdpSocket>> open(uint16_t port, bool offload);
   ~UdpSocket();
   UdpSocket(const UdpSocket&) = delete;
   UdpSocket& operator=(const UdpSocket&) = delete;

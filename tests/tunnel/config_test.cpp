@@ -76,7 +76,7 @@ TEST(Config, ErrorsNameLineAndKey) {
 TEST(Config, MissingFileIsNotFound) {
   auto r = loadConfigFile("/nonexistent/strait-gw.conf");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, kube::Code::NotFound);
+  EXPECT_EQ(r.error().code, base::Code::NotFound);
   EXPECT_NE(r.error().message.find("/nonexistent/strait-gw.conf"), std::string::npos);
 }
 
