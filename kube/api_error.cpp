@@ -3,37 +3,29 @@
 #include <charconv>
 #include <optional>
 
+#include "kube/json_access.h"
 #include "kube/json_parse.h"
 
 namespace strait::kube {
 
 using nlohmann::json;
 
-namespace {
-
-std::string stringField(const json& o, const char* key) {
-  auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-}  // namespace
-
 Error errorFromStatus(int httpStatus, const json& status) {
   Error e;
   std::string reason;
   if (status.is_object()) {
-    reason = stringField(status, "reason");
-    e.message = stringField(status, "message");
+    reason = stringOf(status, "reason");
+    e.message = stringOf(status, "message");
     auto d = status.find("details");
     if (d != status.end() && d->is_object()) {
-      e.name = stringField(*d, "name");
-      e.kind = stringField(*d, "kind");
+      e.name = stringOf(*d, "name");
+      e.kind = stringOf(*d, "kind");
       auto causes = d->find("causes");
       if (causes != d->end() && causes->is_array()) {
         for (const auto& c : *causes) {
           if (!c.is_object()) continue;
           e.causes.push_back(
-              {stringField(c, "reason"), stringField(c, "field"), stringField(c, "message")});
+              {stringOf(c, "reason"), stringOf(c, "field"), stringOf(c, "message")});
         }
       }
     }
@@ -53,7 +45,7 @@ Error errorFromStatus(int httpStatus, const json& status) {
 
 Error errorFromResponse(int httpStatus, std::string_view body) {
   auto doc = parseJson(body, 64);
-  if (doc && doc->is_object() && stringField(*doc, "kind") == "Status") {
+  if (doc && doc->is_object() && stringOf(*doc, "kind") == "Status") {
     return errorFromStatus(httpStatus, *doc);
   }
   Error e = errorFromStatus(httpStatus, json());

@@ -2,40 +2,26 @@
 
 #include <mutex>
 
+#include "kube/json_access.h"
+
 namespace strait::kube {
 
 using nlohmann::json;
 
-namespace {
-
-const json* metadataOf(const json& obj) {
-  if (!obj.is_object()) return nullptr;
-  auto m = obj.find("metadata");
-  return m != obj.end() && m->is_object() ? &*m : nullptr;
-}
-
-std::string stringAt(const json* o, const char* key) {
-  if (!o) return {};
-  auto it = o->find(key);
-  return it != o->end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-}  // namespace
-
 std::string objectKey(const json& obj) {
-  const json* m = metadataOf(obj);
-  std::string ns = stringAt(m, "namespace");
-  std::string name = stringAt(m, "name");
+  const json& m = child(obj, "metadata");
+  std::string ns = stringOf(m, "namespace");
+  std::string name = stringOf(m, "name");
   return ns.empty() ? name : ns + "/" + name;
 }
 
 std::string objectResourceVersion(const json& obj) {
-  return stringAt(metadataOf(obj), "resourceVersion");
+  return stringOf(child(obj, "metadata"), "resourceVersion");
 }
 
 IndexFunc indexByNamespace() {
   return [](const json& o) -> std::vector<std::string> {
-    std::string ns = stringAt(metadataOf(o), "namespace");
+    std::string ns = stringOf(child(o, "metadata"), "namespace");
     if (ns.empty()) return {};
     return {ns};
   };
@@ -43,10 +29,7 @@ IndexFunc indexByNamespace() {
 
 IndexFunc indexByNodeName() {
   return [](const json& o) -> std::vector<std::string> {
-    if (!o.is_object()) return {};
-    auto spec = o.find("spec");
-    if (spec == o.end() || !spec->is_object()) return {};
-    std::string node = stringAt(&*spec, "nodeName");
+    std::string node = stringOf(child(o, "spec"), "nodeName");
     if (node.empty()) return {};
     return {node};
   };
@@ -55,11 +38,8 @@ IndexFunc indexByNodeName() {
 IndexFunc indexByLabels() {
   return [](const json& o) {
     std::vector<std::string> out;
-    const json* m = metadataOf(o);
-    if (!m) return out;
-    auto labels = m->find("labels");
-    if (labels == m->end() || !labels->is_object()) return out;
-    for (auto it = labels->begin(); it != labels->end(); ++it) {
+    const json& labels = child(child(o, "metadata"), "labels");
+    for (auto it = labels.begin(); it != labels.end(); ++it) {
       if (it.value().is_string()) out.push_back(it.key() + "=" + it.value().get<std::string>());
     }
     return out;

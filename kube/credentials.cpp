@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kube/json_parse.h"
+#include "kube/time.h"
 
 extern char** environ;
 
@@ -32,39 +33,6 @@ constexpr size_t kMaxPluginOutput = 1 << 20;
 
 Error unauthorized(const std::string& where, const std::string& what) {
   return makeError(Code::Unauthorized, where + ": " + what);
-}
-
-// RFC 3339 ("2026-11-30T05:00:00Z", fractional seconds and +hh:mm offsets allowed).
-std::optional<std::chrono::system_clock::time_point> parseRfc3339(const std::string& s) {
-  std::tm tm{};
-  int consumed = 0;
-  if (sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-             &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &consumed) != 6 ||
-      consumed != 19) {
-    return std::nullopt;
-  }
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  size_t i = 19;
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    while (i < s.size() && isdigit(static_cast<unsigned char>(s[i]))) ++i;
-  }
-  long offset = 0;
-  if (i < s.size() && (s[i] == 'Z' || s[i] == 'z')) {
-    ++i;
-  } else if (i + 6 == s.size() && (s[i] == '+' || s[i] == '-')) {
-    int hh = 0, mm = 0;
-    if (sscanf(s.c_str() + i + 1, "%2d:%2d", &hh, &mm) != 2) return std::nullopt;
-    offset = (hh * 3600L + mm * 60L) * (s[i] == '+' ? 1 : -1);
-    i += 6;
-  } else {
-    return std::nullopt;
-  }
-  if (i != s.size()) return std::nullopt;
-  time_t t = timegm(&tm);
-  if (t == static_cast<time_t>(-1)) return std::nullopt;
-  return std::chrono::system_clock::from_time_t(t - offset);
 }
 
 struct PluginRun {

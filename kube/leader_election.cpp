@@ -6,6 +6,9 @@
 #include <ctime>
 #include <random>
 
+#include "kube/json_access.h"
+#include "kube/time.h"
+
 namespace strait::kube {
 
 using nlohmann::json;
@@ -30,24 +33,7 @@ std::chrono::milliseconds jittered(std::chrono::milliseconds d) {
   return std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>(d.count()) * f));
 }
 
-std::string str(const json& o, const char* k) {
-  auto it = o.find(k);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 }  // namespace
-
-std::string formatMicroTime(std::chrono::system_clock::time_point t) {
-  auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
-  time_t secs = static_cast<time_t>(us / 1000000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900,
-           tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-           static_cast<int>(us % 1000000));
-  return buf;
-}
 
 Status validate(const LeaderElectionConfig& c) {
   auto bad = [](const std::string& what) { return Status(makeError(Code::Invalid, what)); };
@@ -89,7 +75,7 @@ void LeaderElector::setLeader(bool leading, const std::string& holder) {
 }
 
 bool LeaderElector::tryAcquireOrRenew() {
-  auto now = formatMicroTime(std::chrono::system_clock::now());
+  auto now = rfc3339Micro(std::chrono::system_clock::now());
   int durationSeconds =
       static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(cfg_.leaseDuration).count());
   if (durationSeconds < 1) durationSeconds = 1;
@@ -119,8 +105,8 @@ bool LeaderElector::tryAcquireOrRenew() {
   }
   json lease = std::move(*got);
   json spec = lease.contains("spec") && lease["spec"].is_object() ? lease["spec"] : json::object();
-  std::string holder = str(spec, "holderIdentity");
-  std::string record = holder + "|" + str(spec, "renewTime") + "|" +
+  std::string holder = stringOf(spec, "holderIdentity");
+  std::string record = holder + "|" + stringOf(spec, "renewTime") + "|" +
                        spec.value("leaseTransitions", json(0)).dump();
   auto steadyNow = Steady::now();
   {
@@ -170,7 +156,7 @@ void LeaderElector::release() {
   }
   lease["spec"]["holderIdentity"] = "";
   lease["spec"]["leaseDurationSeconds"] = 1;
-  lease["spec"]["renewTime"] = formatMicroTime(std::chrono::system_clock::now());
+  lease["spec"]["renewTime"] = rfc3339Micro(std::chrono::system_clock::now());
   auto r = client_.update(resources::kLeases, cfg_.leaseNamespace, lease);
   spdlog::info("event=lease_released lease={}/{} identity={} ok={}", cfg_.leaseNamespace,
                cfg_.leaseName, cfg_.identity, r.ok());

@@ -44,9 +44,6 @@ struct LeaderElectionConfig {
 // shorter than leaseDuration.
 Status validate(const LeaderElectionConfig& cfg);
 
-// "2026-11-30T04:15:16.123456Z"
-std::string formatMicroTime(std::chrono::system_clock::time_point t);
-
 class LeaderElector {
  public:
   // `client` must outlive the elector. No I/O.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kube/status.h"
+#include "kube/time.h"  // the timestamps are written with these
 
 namespace strait::kube {
 
@@ -63,15 +64,6 @@ void setCreationTimestamp(nlohmann::json& obj, std::string_view rfc3339);
 std::optional<std::string> getDeletionTimestamp(const nlohmann::json& obj);
 void setDeletionTimestamp(nlohmann::json& obj, std::string_view rfc3339);
 bool isBeingDeleted(const nlohmann::json& obj);
-
-// Time formats of metav1.Time ("2024-05-01T12:00:00Z", whole seconds, UTC) and
-// metav1.MicroTime ("2024-05-01T12:00:00.123456Z"). Times are truncated, not rounded.
-std::string rfc3339Now();
-std::string rfc3339(std::chrono::system_clock::time_point t);
-std::string rfc3339Micro(std::chrono::system_clock::time_point t);
-// Parses "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)" (up to 9 fraction digits;
-// 't' and 'z' accepted too). Error (Code::Invalid) saying what is wrong. Never throws.
-Result<std::chrono::system_clock::time_point> parseRfc3339(std::string_view text);
 
 // A random (version 4) UUID such as "3f2b8c1e-7d4a-4e55-9b1c-0a2d3e4f5a6b", from OpenSSL
 // RAND_bytes (std::random_device if that fails). Thread-safe.

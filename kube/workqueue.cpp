@@ -121,6 +121,14 @@ size_t WorkQueue::len() const {
   return queue_.size();
 }
 
+size_t WorkQueue::pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::set<std::string> all = dirty_;
+  all.insert(processing_.begin(), processing_.end());
+  for (const auto& [key, at] : delayedAt_) all.insert(key);
+  return all.size();
+}
+
 void WorkQueue::shutDown() {
   std::lock_guard<std::mutex> lock(mu_);
   shuttingDown_ = true;

@@ -66,6 +66,8 @@ class WorkQueue {
 
   // Keys ready to be handed out (not counting delayed or processing ones).
   size_t len() const;
+  // Keys waiting, delayed or being processed, each counted once (tests: wait until idle).
+  size_t pending() const;
   // Stops accepting keys (delayed ones are dropped); get() returns nullopt once the queue
   // is empty. Idempotent.
   void shutDown();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "kube/json_access.h"
 #include "kube/object.h"
 
 namespace strait::peering {
@@ -13,9 +14,7 @@ using nlohmann::json;
 namespace {
 
 std::string nodeNameOfPod(const json& pod) {
-  if (!pod.is_object() || !pod.contains("spec") || !pod["spec"].is_object()) return {};
-  auto it = pod["spec"].find("nodeName");
-  return it != pod["spec"].end() && it->is_string() ? it->get<std::string>() : std::string();
+  return kube::stringOf(kube::child(pod, "spec"), "nodeName");
 }
 
 kube::Quantity cpuOf(const ResourceMap& m) {

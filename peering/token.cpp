@@ -5,20 +5,13 @@
 
 #include <ctime>
 
+#include "kube/time.h"
+
 namespace strait::peering {
 namespace {
 
 kube::Error malformed(const std::string& why) {
   return kube::makeError(kube::Code::Invalid, "token refused: malformed (" + why + ")");
-}
-
-std::string formatTime(int64_t unix) {
-  std::time_t t = static_cast<std::time_t>(unix);
-  struct tm tm {};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 struct Parts {
@@ -145,7 +138,7 @@ kube::Result<Token> verifyToken(std::string_view text, const SecretString& key,
       std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
   if (token->expiresUnix <= nowUnix) {
     return kube::makeError(kube::Code::Gone, "token refused: expired at " +
-                                                 formatTime(token->expiresUnix) +
+                                                 kube::rfc3339FromUnix(token->expiresUnix) +
                                                  " (issue a new one with `strait token`)");
   }
   return token;
