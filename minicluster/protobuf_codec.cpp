@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 
+#include "kube/time.h"
 #include "proto/k8s/apps.pb.h"
 #include "proto/k8s/batch.pb.h"
 #include "proto/k8s/certificates.pb.h"
@@ -172,19 +173,13 @@ Result<std::string> rfc3339(int64_t seconds, std::optional<int32_t> micros,
                                            std::to_string(seconds) +
                                            " is outside the years 0000-9999");
   }
-  std::time_t t = static_cast<std::time_t>(seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-  std::string out(buf);
+  std::string out = kube::rfc3339FromUnix(seconds);  // "...T15:04:05Z"
   if (micros) {
     char f[16];
     std::snprintf(f, sizeof f, ".%06d", *micros);
-    out += f;
+    out.insert(out.size() - 1, f);
   }
-  return out + "Z";
+  return out;
 }
 
 class Converter {
