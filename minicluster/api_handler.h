@@ -8,7 +8,7 @@
 #include <atomic>
 #include <string>
 
-#include "minicluster/http_server.h"
+#include "kube/http_server.h"
 #include "minicluster/pod_proxy.h"
 #include "minicluster/registry.h"
 #include "minicluster/rest.h"
@@ -16,28 +16,30 @@
 
 namespace strait::minicluster {
 
-class ApiHandler : public Handler {
+class ApiHandler : public kube::Handler {
  public:
   ApiHandler(Store& store, Registry& registry, Rest& rest);
-  void handle(const HttpRequest& req, Responder& out) override;
+  void handle(const kube::HttpRequest& req, kube::Responder& out) override;
   // Ends running watches (on shutdown).
   void shutdown() { stopping_ = true; }
   // Credentials for pods/log, exec and attach towards kubelets. Call before serving.
   void setKubeletClient(KubeletClientConfig c) { kubeletClient_ = std::move(c); }
 
  private:
-  void dispatch(const HttpRequest& req, Responder& out);
-  void handleResource(const HttpRequest& req, Responder& out, const struct RequestInfo& ri);
-  void handleDiscovery(const HttpRequest& req, Responder& out, const struct RequestInfo& ri);
-  void handleWatch(const HttpRequest& req, Responder& out, const ResourceInfo& info,
+  void dispatch(const kube::HttpRequest& req, kube::Responder& out);
+  void handleResource(const kube::HttpRequest& req, kube::Responder& out,
+                      const struct RequestInfo& ri);
+  void handleDiscovery(const kube::HttpRequest& req, kube::Responder& out,
+                       const struct RequestInfo& ri);
+  void handleWatch(const kube::HttpRequest& req, kube::Responder& out, const ResourceInfo& info,
                    const std::string& ns, const ListOptions& opts, bool table);
-  void handleScale(const HttpRequest& req, Responder& out, const ResourceInfo& info,
+  void handleScale(const kube::HttpRequest& req, kube::Responder& out, const ResourceInfo& info,
                    const std::string& ns, const std::string& name);
-  void handleBinding(const HttpRequest& req, Responder& out, const ResourceInfo& pods,
+  void handleBinding(const kube::HttpRequest& req, kube::Responder& out, const ResourceInfo& pods,
                      const std::string& ns, const std::string& name);
-  void handleCrdWrite(const HttpRequest& req, Responder& out, const ResourceInfo& info,
+  void handleCrdWrite(const kube::HttpRequest& req, kube::Responder& out, const ResourceInfo& info,
                       const std::string& name);
-  void deleteCrd(const HttpRequest& req, Responder& out, const ResourceInfo& info,
+  void deleteCrd(const kube::HttpRequest& req, kube::Responder& out, const ResourceInfo& info,
                  const std::string& name);
 
   Store& store_;

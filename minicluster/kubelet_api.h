@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "minicluster/http_server.h"
+#include "kube/http_server.h"
 #include "minicluster/kubelet_sim.h"
 #include "minicluster/registry.h"
 #include "minicluster/rest.h"
@@ -50,7 +50,7 @@ std::string renderLogLines(
     const LogOptions& opts);
 
 // The kubelet API handler. `kubelets` and `rest` must outlive it.
-std::unique_ptr<Handler> newKubeletApiHandler(SimulatedKubelets& kubelets, Registry& registry,
+std::unique_ptr<kube::Handler> newKubeletApiHandler(SimulatedKubelets& kubelets, Registry& registry,
                                               Rest& rest);
 
 }  // namespace strait::minicluster

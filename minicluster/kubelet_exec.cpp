@@ -10,6 +10,11 @@
 namespace strait::minicluster {
 namespace {
 
+using kube::HttpRequest;
+using kube::HttpResponse;
+using kube::Responder;
+using kube::WebSocket;
+
 using nlohmann::json;
 
 constexpr char kStdin = 0, kStdout = 1, kStderr = 2, kStatus = 3, kClose = static_cast<char>(255);

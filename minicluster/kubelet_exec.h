@@ -7,8 +7,8 @@
 
 #include <string>
 
+#include "kube/http_server.h"
 #include "minicluster/exec_commands.h"
-#include "minicluster/http_server.h"
 #include "minicluster/kubelet_sim.h"
 #include "minicluster/registry.h"
 #include "minicluster/rest.h"
@@ -17,7 +17,7 @@ namespace strait::minicluster {
 
 // Serves one exec request for `container` of `pod`. Answers 400 when the request is not a
 // WebSocket upgrade offering a supported subprotocol.
-void serveExec(const HttpRequest& req, Responder& out, const PodRuntime& pod,
+void serveExec(const kube::HttpRequest& req, kube::Responder& out, const PodRuntime& pod,
                const std::string& container, Registry& registry, Rest& rest);
 
 // The environment and files a container of `pod` sees: spec env/envFrom (ConfigMap and

@@ -8,6 +8,12 @@
 namespace strait::minicluster {
 namespace {
 
+using kube::HttpRequest;
+using kube::HttpResponse;
+using kube::Responder;
+using kube::UpstreamTarget;
+using kube::proxyGet;
+
 using kube::Code;
 using kube::makeError;
 

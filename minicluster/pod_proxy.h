@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "minicluster/http_server.h"
+#include "kube/http_server.h"
 #include "minicluster/registry.h"
 #include "minicluster/rest.h"
 
@@ -24,8 +24,9 @@ struct KubeletClientConfig {
 
 // Serves GET pods/{name}/log and pods/{name}/exec|attach. `sub` is "log", "exec" or
 // "attach". Errors are answered as Status objects.
-void servePodStream(const HttpRequest& req, Responder& out, Rest& rest, Registry& registry,
-                    const ResourceInfo& pods, const std::string& ns, const std::string& name,
-                    const std::string& sub, const KubeletClientConfig& client);
+void servePodStream(const kube::HttpRequest& req, kube::Responder& out, Rest& rest,
+                    Registry& registry, const ResourceInfo& pods, const std::string& ns,
+                    const std::string& name, const std::string& sub,
+                    const KubeletClientConfig& client);
 
 }  // namespace strait::minicluster

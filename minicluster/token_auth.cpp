@@ -9,6 +9,10 @@
 namespace strait::minicluster {
 namespace {
 
+using kube::HttpRequest;
+using kube::HttpResponse;
+using kube::Responder;
+
 // Splits one CSV line (RFC 4180 quotes, "" inside quotes). False on an unterminated quote.
 bool splitCsv(const std::string& line, std::vector<std::string>& out) {
   out.clear();

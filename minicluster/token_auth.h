@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "kube/http_server.h"
 #include "kube/status.h"
-#include "minicluster/http_server.h"
 
 namespace strait::minicluster {
 
@@ -25,16 +25,16 @@ struct StaticToken {
 // fields, empty token or user, unterminated quote) or a duplicate token.
 kube::Result<std::map<std::string, StaticToken>> loadTokenAuthFile(const std::string& path);
 
-class TokenAuthHandler : public Handler {
+class TokenAuthHandler : public kube::Handler {
  public:
   // `inner` must outlive this handler.
-  TokenAuthHandler(std::map<std::string, StaticToken> tokens, Handler& inner)
+  TokenAuthHandler(std::map<std::string, StaticToken> tokens, kube::Handler& inner)
       : tokens_(std::move(tokens)), inner_(inner) {}
-  void handle(const HttpRequest& req, Responder& out) override;
+  void handle(const kube::HttpRequest& req, kube::Responder& out) override;
 
  private:
   const std::map<std::string, StaticToken> tokens_;
-  Handler& inner_;
+  kube::Handler& inner_;
 };
 
 }  // namespace strait::minicluster

@@ -15,6 +15,9 @@
 namespace {
 
 using namespace strait::minicluster;
+using strait::kube::HttpRequest;
+using strait::kube::HttpResponse;
+using strait::kube::Responder;
 
 class CollectingResponder : public Responder {
  public:

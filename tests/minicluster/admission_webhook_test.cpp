@@ -7,10 +7,18 @@
 #include "kube/base64.h"
 #include "kube/object.h"
 #include "minicluster/admission.h"
-#include "minicluster/http_server.h"
+#include "kube/http_server.h"
 
 namespace strait::minicluster::testing {
 namespace {
+
+using kube::Handler;
+using kube::HttpRequest;
+using kube::HttpResponse;
+using kube::HttpServer;
+using kube::HttpServerOptions;
+using kube::Responder;
+using kube::newHttpServer;
 
 // A webhook server: /mutate labels objects, /deny refuses names starting with "bad",
 // /slow answers after 3 s, /wrong-uid answers with another uid. Records every review.

@@ -17,6 +17,8 @@
 namespace strait::minicluster {
 namespace {
 
+using kube::HttpRequest;
+
 using nlohmann::json;
 using testing::FakeResponder;
 using namespace std::chrono_literals;
