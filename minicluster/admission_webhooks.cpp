@@ -17,18 +17,23 @@
 #include <mutex>
 
 #include "kube/base64.h"
+#include "kube/json_access.h"
 #include "kube/json_parse.h"
 #include "kube/object.h"
 #include "kube/patch.h"
 #include "kube/selector.h"
 #include "minicluster/admission.h"
-#include "minicluster/json_access.h"
 #include "minicluster/rest.h"
 #include "minicluster/store.h"
 #include "minicluster/webhook_client.h"
 
 namespace strait::minicluster {
 namespace {
+
+using kube::child;
+using kube::childArray;
+using kube::intOf;
+using kube::stringOf;
 
 using json = nlohmann::json;
 using kube::Code;

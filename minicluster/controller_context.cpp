@@ -5,10 +5,13 @@
 #include <cassert>
 #include <thread>
 
+#include "kube/json_access.h"
 #include "kube/object.h"
-#include "minicluster/json_access.h"
 
 namespace strait::minicluster {
+
+using kube::child;
+using kube::stringOf;
 
 LocalInformer& InformerSet::informer(const std::string& group, const std::string& resource) {
   std::lock_guard<std::mutex> l(mu_);
@@ -47,7 +50,17 @@ bool InformerSet::waitForSync(std::chrono::milliseconds timeout) {
   return true;
 }
 
-InformerHandlers enqueueHandlers(WorkQueue& queue) {
+kube::WorkerPoolOptions controllerQueue(std::string name, int workers) {
+  kube::WorkerPoolOptions o;
+  o.name = std::move(name);
+  o.workers = workers;
+  o.queue.baseDelay = std::chrono::milliseconds(5);
+  o.queue.maxDelay = std::chrono::milliseconds(10000);
+  o.queue.qps = 0;
+  return o;
+}
+
+InformerHandlers enqueueHandlers(kube::WorkerPool& queue) {
   InformerHandlers h;
   h.onAdd = [&queue](const CachedPtr& o) { queue.add(objectKey(o->ns, o->name)); };
   h.onUpdate = [&queue](const CachedPtr&, const CachedPtr& o) {

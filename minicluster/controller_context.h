@@ -14,11 +14,11 @@
 #include <string>
 
 #include "kube/pki.h"
+#include "kube/worker_pool.h"
 #include "minicluster/local_informer.h"
 #include "minicluster/registry.h"
 #include "minicluster/rest.h"
 #include "minicluster/store.h"
-#include "minicluster/work_queue.h"
 
 namespace strait::minicluster {
 
@@ -52,8 +52,11 @@ struct ControllerContext {
   const ResourceInfo& info(const std::string& group, const std::string& resource) const;
 };
 
+// The work queue of a controller: `workers` threads, failed keys retried after 5 ms doubling
+// up to 10 s, no overall rate limit.
+kube::WorkerPoolOptions controllerQueue(std::string name, int workers);
 // Handlers that queue objectKey(ns, name) of every added, updated and deleted object.
-InformerHandlers enqueueHandlers(WorkQueue& queue);
+InformerHandlers enqueueHandlers(kube::WorkerPool& queue);
 // Whether a Namespace object is Active and not being deleted.
 bool namespaceActive(const CachedObject& ns);
 // Create errors a controller treats as "nothing to do": AlreadyExists (its informer has not

@@ -10,14 +10,18 @@
 #include <set>
 
 #include "kube/base64.h"
+#include "kube/json_access.h"
 #include "kube/object.h"
 #include "kube/pki.h"
 #include "minicluster/controller_context.h"
-#include "minicluster/json_access.h"
-#include "minicluster/work_queue.h"
 
 namespace strait::minicluster {
 namespace {
+
+using kube::child;
+using kube::childArray;
+using kube::intOf;
+using kube::stringOf;
 
 using json = nlohmann::json;
 constexpr long kMaxValiditySeconds = 365L * 24 * 3600;
@@ -67,7 +71,7 @@ class CsrSigner : public Controller {
       : ctx_(ctx),
         csrInfo_(ctx.info("certificates.k8s.io", "certificatesigningrequests")),
         csrs_(ctx.informers.informer("certificates.k8s.io", "certificatesigningrequests")),
-        queue_(WorkQueueOptions{"csrsigning", 1},
+        queue_(controllerQueue("csrsigning", 1),
                [this](const std::string& name) { return sync(name); }) {
     csrs_.addHandlers(enqueueHandlers(queue_));
   }
@@ -143,7 +147,7 @@ class CsrSigner : public Controller {
   ControllerContext& ctx_;
   const ResourceInfo& csrInfo_;
   LocalInformer& csrs_;
-  WorkQueue queue_;
+  kube::WorkerPool queue_;
 };
 
 }  // namespace

@@ -14,17 +14,21 @@
 #include <map>
 #include <set>
 
+#include "kube/json_access.h"
 #include "kube/object.h"
 #include "minicluster/controller_context.h"
+#include "minicluster/controlled_pods.h"
 #include "minicluster/controller_ref.h"
 #include "minicluster/daemonset_util.h"
 #include "minicluster/expectations.h"
-#include "minicluster/json_access.h"
 #include "minicluster/pod_util.h"
-#include "minicluster/work_queue.h"
 
 namespace strait::minicluster {
 namespace {
+
+using kube::child;
+using kube::intOf;
+using kube::stringOf;
 
 using json = nlohmann::json;
 constexpr int kBurst = 250;
@@ -42,7 +46,7 @@ class DaemonSetController : public Controller {
         pods_(ctx.informers.informer("", "pods")),
         sets_(ctx.informers.informer("apps", "daemonsets")),
         nodes_(ctx.informers.informer("", "nodes")),
-        queue_(WorkQueueOptions{"daemonset", 2},
+        queue_(controllerQueue("daemonset", 2),
                [this](const std::string& key) { return sync(key); }) {
     sets_.addHandlers(enqueueHandlers(queue_));
 
@@ -54,28 +58,7 @@ class DaemonSetController : public Controller {
     node.onDelete = [this](const CachedPtr&) { enqueueAll(); };
     nodes_.addHandlers(node);
 
-    InformerHandlers pod;
-    pod.onAdd = [this](const CachedPtr& p) {
-      if (kube::isBeingDeleted(p->obj)) return podDeleted(p);
-      if (auto key = controllerKey(*p)) {
-        expectations_.creationObserved(*key);
-        queue_.add(*key);
-      } else {
-        enqueueMatching(*p);
-      }
-    };
-    pod.onUpdate = [this](const CachedPtr& old, const CachedPtr& cur) {
-      if (kube::isBeingDeleted(cur->obj) && !kube::isBeingDeleted(old->obj)) podDeleted(cur);
-      auto oldKey = controllerKey(*old), curKey = controllerKey(*cur);
-      if (oldKey && oldKey != curKey) queue_.add(*oldKey);
-      if (curKey) {
-        queue_.add(*curKey);
-      } else if (kube::getLabels(old->obj) != kube::getLabels(cur->obj) || oldKey) {
-        enqueueMatching(*cur);
-      }
-    };
-    pod.onDelete = [this](const CachedPtr& p) { podDeleted(p); };
-    pods_.addHandlers(pod);
+    pods_.addHandlers(controlledPodHandlers("DaemonSet", sets_, queue_, expectations_));
   }
 
   void start() override { queue_.start(); }
@@ -88,29 +71,6 @@ class DaemonSetController : public Controller {
 
   void enqueueAll() {
     for (const auto& ds : sets_.list()) queue_.add(objectKey(ds->ns, ds->name));
-  }
-
-  std::optional<std::string> controllerKey(const CachedObject& pod) {
-    auto ref = kube::getControllerOf(pod.obj);
-    if (!ref || ref->value("kind", "") != "DaemonSet") return std::nullopt;
-    auto ds = sets_.get(pod.ns, ref->value("name", ""));
-    if (!ds || ds->uid != ref->value("uid", "")) return std::nullopt;
-    return objectKey(ds->ns, ds->name);
-  }
-
-  void podDeleted(const CachedPtr& p) {
-    if (auto key = controllerKey(*p)) {
-      expectations_.deletionObserved(*key, objectKey(p->ns, p->name));
-      queue_.add(*key);
-    }
-  }
-
-  void enqueueMatching(const CachedObject& pod) {
-    auto labels = kube::getLabels(pod.obj);
-    for (const auto& ds : sets_.list(pod.ns)) {
-      auto sel = kube::LabelSelector::fromJson(child(ds->obj, "spec").value("selector", json()));
-      if (sel && !sel->empty() && sel->matches(labels)) queue_.add(objectKey(ds->ns, ds->name));
-    }
   }
 
   // The state of one node for one sync.
@@ -330,7 +290,7 @@ class DaemonSetController : public Controller {
   LocalInformer& sets_;
   LocalInformer& nodes_;
   Expectations expectations_;
-  WorkQueue queue_;
+  kube::WorkerPool queue_;
 };
 
 }  // namespace

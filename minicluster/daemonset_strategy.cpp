@@ -7,13 +7,16 @@
 #include <algorithm>
 #include <string>
 
+#include "kube/json_access.h"
 #include "kube/object.h"
 #include "kube/selector.h"
-#include "minicluster/json_access.h"
 #include "minicluster/strategy.h"
 
 namespace strait::minicluster {
 namespace {
+
+using kube::child;
+using kube::stringOf;
 
 using nlohmann::json;
 

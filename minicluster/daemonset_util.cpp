@@ -4,12 +4,17 @@
 #include <cctype>
 #include <cmath>
 
-#include "minicluster/json_access.h"
+#include "kube/json_access.h"
 #include "minicluster/scheduler_plugins.h"
 #include "minicluster/strategy.h"
 
 namespace strait::minicluster {
 namespace {
+
+using kube::boolOf;
+using kube::child;
+using kube::childArray;
+using kube::stringOf;
 
 using json = nlohmann::json;
 

@@ -12,15 +12,21 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kube/event.h"
+#include "kube/json_access.h"
 #include "kube/object.h"
 #include "minicluster/controller_context.h"
 #include "minicluster/controller_ref.h"
 #include "minicluster/deployment_util.h"
-#include "minicluster/json_access.h"
-#include "minicluster/work_queue.h"
 
 namespace strait::minicluster {
 namespace {
+
+using kube::boolOf;
+using kube::child;
+using kube::childArray;
+using kube::intOf;
+using kube::stringOf;
 
 using json = nlohmann::json;
 
@@ -42,7 +48,7 @@ class DeploymentController : public Controller {
         deps_(ctx.informers.informer("apps", "deployments")),
         sets_(ctx.informers.informer("apps", "replicasets")),
         pods_(ctx.informers.informer("", "pods")),
-        queue_(WorkQueueOptions{"deployment", 2},
+        queue_(controllerQueue("deployment", 2),
                [this](const std::string& key) { return sync(key); }) {
     deps_.addHandlers(enqueueHandlers(queue_));
 
@@ -183,19 +189,15 @@ class DeploymentController : public Controller {
 
   void recordEvent(const View& v, const std::string& reason, const std::string& message) {
     const auto& evInfo = ctx_.info("", "events");
-    std::string now = kube::rfc3339Now();
-    json ev = {{"metadata", {{"generateName", v.d->name + "."}, {"namespace", v.d->ns}}},
-               {"involvedObject",
-                {{"kind", "Deployment"}, {"apiVersion", "apps/v1"}, {"name", v.d->name},
-                 {"namespace", v.d->ns}, {"uid", v.d->uid},
-                 {"resourceVersion", kube::getResourceVersion(v.d->obj)}}},
-               {"reason", reason},
-               {"message", message},
-               {"type", "Normal"},
-               {"source", {{"component", "deployment-controller"}}},
-               {"firstTimestamp", now},
-               {"lastTimestamp", now},
-               {"count", 1}};
+    kube::EventFields fields;
+    fields.involvedObject = {{"kind", "Deployment"}, {"apiVersion", "apps/v1"},
+                             {"name", v.d->name},    {"namespace", v.d->ns},
+                             {"uid", v.d->uid},
+                             {"resourceVersion", kube::getResourceVersion(v.d->obj)}};
+    fields.reason = reason;
+    fields.message = message;
+    fields.component = "deployment-controller";
+    json ev = kube::makeEvent(fields);
     WriteOptions wo;
     wo.fieldValidation = FieldValidation::Ignore;
     auto r = ctx_.rest.create(evInfo, v.d->ns, ev, wo, nullptr);
@@ -594,7 +596,7 @@ class DeploymentController : public Controller {
   LocalInformer& deps_;
   LocalInformer& sets_;
   LocalInformer& pods_;
-  WorkQueue queue_;
+  kube::WorkerPool queue_;
 };
 
 }  // namespace

@@ -1,10 +1,15 @@
 #include "minicluster/deployment_util.h"
+#include "kube/json_access.h"
 
 #include <cstdlib>
 
-#include "minicluster/json_access.h"
 
 namespace strait::minicluster {
+
+using kube::child;
+using kube::childArray;
+using kube::intOf;
+using kube::stringOf;
 
 using json = nlohmann::json;
 

@@ -7,15 +7,19 @@
 
 #include <algorithm>
 
+#include "kube/json_access.h"
 #include "kube/object.h"
 #include "minicluster/controller_context.h"
-#include "minicluster/json_access.h"
 #include "minicluster/pod_util.h"
 #include "minicluster/service_endpoints.h"
-#include "minicluster/work_queue.h"
 
 namespace strait::minicluster {
 namespace {
+
+using kube::boolOf;
+using kube::child;
+using kube::childArray;
+using kube::stringOf;
 
 using json = nlohmann::json;
 
@@ -29,7 +33,7 @@ class EndpointsController : public Controller {
         services_(ctx.informers.informer("", "services")),
         pods_(ctx.informers.informer("", "pods")),
         endpoints_(ctx.informers.informer("", "endpoints")),
-        queue_(WorkQueueOptions{"endpoint", 2},
+        queue_(controllerQueue("endpoint", 2),
                [this](const std::string& key) { return sync(key); }) {
     services_.addHandlers(enqueueHandlers(queue_));
     pods_.addHandlers(podHandlersForServices(services_, queue_));
@@ -124,7 +128,7 @@ class EndpointsController : public Controller {
   LocalInformer& services_;
   LocalInformer& pods_;
   LocalInformer& endpoints_;
-  WorkQueue queue_;
+  kube::WorkerPool queue_;
 };
 
 }  // namespace

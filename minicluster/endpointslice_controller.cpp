@@ -8,15 +8,19 @@
 
 #include <algorithm>
 
+#include "kube/json_access.h"
 #include "kube/object.h"
 #include "minicluster/controller_context.h"
-#include "minicluster/json_access.h"
 #include "minicluster/pod_util.h"
 #include "minicluster/service_endpoints.h"
-#include "minicluster/work_queue.h"
 
 namespace strait::minicluster {
 namespace {
+
+using kube::boolOf;
+using kube::child;
+using kube::childArray;
+using kube::stringOf;
 
 using json = nlohmann::json;
 constexpr const char* kServiceNameLabel = "kubernetes.io/service-name";
@@ -39,7 +43,7 @@ class EndpointSliceController : public Controller {
         services_(ctx.informers.informer("", "services")),
         pods_(ctx.informers.informer("", "pods")),
         slices_(ctx.informers.informer("discovery.k8s.io", "endpointslices")),
-        queue_(WorkQueueOptions{"endpointslice", 2},
+        queue_(controllerQueue("endpointslice", 2),
                [this](const std::string& key) { return sync(key); }) {
     slices_.addIndex(kServiceNameLabel, [](const CachedObject& o) {
       auto labels = kube::getLabels(o.obj);
@@ -202,7 +206,7 @@ class EndpointSliceController : public Controller {
   LocalInformer& services_;
   LocalInformer& pods_;
   LocalInformer& slices_;
-  WorkQueue queue_;
+  kube::WorkerPool queue_;
 };
 
 }  // namespace

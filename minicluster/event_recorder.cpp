@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "kube/event.h"
 #include "kube/object.h"
 
 namespace strait::minicluster {
@@ -44,27 +45,18 @@ void EventRecorder::record(const json& object, const std::string& type, const st
   auto ns_since = std::chrono::system_clock::now().time_since_epoch().count();
   std::snprintf(suffix, sizeof(suffix), "%llx", static_cast<unsigned long long>(ns_since) + seq++);
   std::string evName = name + "." + suffix;
-  json involved = {{"kind", object.value("kind", "")},
-                   {"apiVersion", object.value("apiVersion", "")},
-                   {"name", name},
-                   {"uid", uid},
-                   {"resourceVersion", meta.value("resourceVersion", "")}};
-  if (meta.contains("namespace")) involved["namespace"] = meta["namespace"];
-  json source = {{"component", component_}};
-  if (!host.empty()) source["host"] = host;
-  json ev = {{"apiVersion", "v1"},
-             {"kind", "Event"},
-             {"metadata", {{"name", evName}, {"namespace", ns}}},
-             {"involvedObject", involved},
-             {"reason", reason},
-             {"message", message},
-             {"type", type},
-             {"source", source},
-             {"firstTimestamp", now},
-             {"lastTimestamp", now},
-             {"count", 1},
-             {"reportingComponent", component_},
-             {"reportingInstance", host.empty() ? component_ : host}};
+  kube::EventFields fields;
+  fields.involvedObject = kube::objectReference(object);
+  fields.type = type;
+  fields.reason = reason;
+  fields.message = message;
+  fields.component = component_;
+  fields.host = host;
+  fields.name = evName;
+  fields.eventNamespace = ns;
+  fields.firstTimestamp = now;
+  fields.lastTimestamp = now;
+  json ev = kube::makeEvent(fields);
   WriteOptions wo;
   wo.fieldValidation = FieldValidation::Ignore;
   auto r = rest_.create(*events_, ns, std::move(ev), wo, nullptr);

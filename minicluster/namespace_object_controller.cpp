@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include "kube/object.h"
-#include "minicluster/work_queue.h"
 
 namespace strait::minicluster {
 namespace {
@@ -18,7 +17,7 @@ class NamespaceObjectController : public Controller {
         info_(ctx.info("", spec_.resource)),
         namespaces_(ctx.informers.informer("", "namespaces")),
         objects_(ctx.informers.informer("", spec_.resource)),
-        queue_(WorkQueueOptions{spec_.queueName, 1},
+        queue_(controllerQueue(spec_.queueName, 1),
                [this](const std::string& ns) { return sync(ns); }) {
     namespaces_.addHandlers(enqueueHandlers(queue_));
     InformerHandlers h;
@@ -65,7 +64,7 @@ class NamespaceObjectController : public Controller {
   const ResourceInfo& info_;
   LocalInformer& namespaces_;
   LocalInformer& objects_;
-  WorkQueue queue_;
+  kube::WorkerPool queue_;
 };
 
 }  // namespace

@@ -2,7 +2,7 @@
 // A controller that keeps one named object in every active namespace (the shape shared by
 // upstream's ServiceAccount controller and root-CA publisher): when a namespace appears, or
 // the object is deleted (or, with `revertEdits`, changed), it is created again or brought
-// back to the wanted state. Work is keyed by namespace on one WorkQueue. Thread-safety as
+// back to the wanted state. Work is keyed by namespace on one work queue. Thread-safety as
 // Controller: start()/stop() from the manager; the rest runs on the queue's worker.
 
 #include <functional>

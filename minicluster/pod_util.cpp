@@ -1,36 +1,27 @@
 #include "minicluster/pod_util.h"
 
+#include "kube/json_access.h"
 #include "kube/object.h"
 
 namespace strait::minicluster {
 namespace {
 
 using json = nlohmann::json;
-
-const json& field(const json& obj, const char* a) {
-  static const json empty = json::object();
-  if (!obj.is_object()) return empty;
-  auto it = obj.find(a);
-  return it == obj.end() || !it->is_object() ? empty : *it;
-}
-
-std::string str(const json& obj, const char* k) {
-  auto it = obj.find(k);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
-}
+using kube::child;
+using kube::stringOf;
 
 const json* readyCondition(const json& pod) {
-  const json& st = field(pod, "status");
+  const json& st = child(pod, "status");
   auto it = st.find("conditions");
   if (it == st.end() || !it->is_array()) return nullptr;
   for (const auto& c : *it) {
-    if (c.is_object() && str(c, "type") == "Ready") return &c;
+    if (c.is_object() && stringOf(c, "type") == "Ready") return &c;
   }
   return nullptr;
 }
 
 int phaseRank(const json& pod) {
-  std::string phase = str(field(pod, "status"), "phase");
+  std::string phase = stringOf(child(pod, "status"), "phase");
   if (phase == "Pending" || phase.empty()) return 0;
   if (phase == "Unknown") return 1;
   if (phase == "Running") return 2;
@@ -40,19 +31,19 @@ int phaseRank(const json& pod) {
 }  // namespace
 
 bool isPodActive(const json& pod) {
-  std::string phase = str(field(pod, "status"), "phase");
+  std::string phase = stringOf(child(pod, "status"), "phase");
   return phase != "Succeeded" && phase != "Failed" && !kube::isBeingDeleted(pod);
 }
 
 bool isPodReady(const json& pod) {
   const json* c = readyCondition(pod);
-  return c && str(*c, "status") == "True";
+  return c && stringOf(*c, "status") == "True";
 }
 
 std::optional<std::chrono::system_clock::time_point> podReadySince(const json& pod) {
   const json* c = readyCondition(pod);
-  if (!c || str(*c, "status") != "True") return std::nullopt;
-  auto t = kube::parseRfc3339(str(*c, "lastTransitionTime"));
+  if (!c || stringOf(*c, "status") != "True") return std::nullopt;
+  auto t = kube::parseRfc3339(stringOf(*c, "lastTransitionTime"));
   if (!t) return std::chrono::system_clock::time_point{};  // ready, time unknown: long ago
   return *t;
 }
@@ -66,7 +57,7 @@ bool isPodAvailable(const json& pod, int64_t minReadySeconds,
 }
 
 int64_t podRestarts(const json& pod) {
-  const json& st = field(pod, "status");
+  const json& st = child(pod, "status");
   auto it = st.find("containerStatuses");
   int64_t n = 0;
   if (it == st.end() || !it->is_array()) return 0;
@@ -79,8 +70,8 @@ int64_t podRestarts(const json& pod) {
 }
 
 bool deleteBefore(const json& a, const json& b) {
-  bool aAssigned = !str(field(a, "spec"), "nodeName").empty();
-  bool bAssigned = !str(field(b, "spec"), "nodeName").empty();
+  bool aAssigned = !stringOf(child(a, "spec"), "nodeName").empty();
+  bool bAssigned = !stringOf(child(b, "spec"), "nodeName").empty();
   if (aAssigned != bAssigned) return !aAssigned;
   int pa = phaseRank(a), pb = phaseRank(b);
   if (pa != pb) return pa < pb;

@@ -7,16 +7,19 @@
 #include <algorithm>
 #include <set>
 
+#include "kube/json_access.h"
 #include "kube/object.h"
 #include "minicluster/controller_context.h"
+#include "minicluster/controlled_pods.h"
 #include "minicluster/controller_ref.h"
 #include "minicluster/expectations.h"
-#include "minicluster/json_access.h"
 #include "minicluster/pod_util.h"
-#include "minicluster/work_queue.h"
 
 namespace strait::minicluster {
 namespace {
+
+using kube::child;
+using kube::intOf;
 
 using json = nlohmann::json;
 constexpr int kBurstReplicas = 500;
@@ -29,63 +32,17 @@ class ReplicaSetController : public Controller {
         rsInfo_(ctx.info("apps", "replicasets")),
         pods_(ctx.informers.informer("", "pods")),
         sets_(ctx.informers.informer("apps", "replicasets")),
-        queue_(WorkQueueOptions{"replicaset", 2},
+        queue_(controllerQueue("replicaset", 2),
                [this](const std::string& key) { return sync(key); }) {
     sets_.addHandlers(enqueueHandlers(queue_));
 
-    InformerHandlers pod;
-    pod.onAdd = [this](const CachedPtr& p) {
-      if (kube::isBeingDeleted(p->obj)) return podDeleted(p);
-      if (auto key = controllerKey(*p)) {
-        expectations_.creationObserved(*key);
-        queue_.add(*key);
-      } else {
-        enqueueMatching(*p);
-      }
-    };
-    pod.onUpdate = [this](const CachedPtr& old, const CachedPtr& cur) {
-      if (kube::isBeingDeleted(cur->obj) && !kube::isBeingDeleted(old->obj)) podDeleted(cur);
-      auto oldKey = controllerKey(*old), curKey = controllerKey(*cur);
-      if (oldKey && oldKey != curKey) queue_.add(*oldKey);
-      if (curKey) {
-        queue_.add(*curKey);
-      } else if (kube::getLabels(old->obj) != kube::getLabels(cur->obj) || oldKey) {
-        enqueueMatching(*cur);
-      }
-    };
-    pod.onDelete = [this](const CachedPtr& p) { podDeleted(p); };
-    pods_.addHandlers(pod);
+    pods_.addHandlers(controlledPodHandlers("ReplicaSet", sets_, queue_, expectations_));
   }
 
   void start() override { queue_.start(); }
   void stop() override { queue_.stop(); }
 
  private:
-  // "ns/name" of the ReplicaSet controlling the pod, if that ReplicaSet exists with that uid.
-  std::optional<std::string> controllerKey(const CachedObject& pod) {
-    auto ref = kube::getControllerOf(pod.obj);
-    if (!ref || ref->value("kind", "") != "ReplicaSet") return std::nullopt;
-    auto rs = sets_.get(pod.ns, ref->value("name", ""));
-    if (!rs || rs->uid != ref->value("uid", "")) return std::nullopt;
-    return objectKey(rs->ns, rs->name);
-  }
-
-  void podDeleted(const CachedPtr& p) {
-    if (auto key = controllerKey(*p)) {
-      expectations_.deletionObserved(*key, objectKey(p->ns, p->name));
-      queue_.add(*key);
-    }
-  }
-
-  // An orphan changed: every ReplicaSet of its namespace whose selector matches may adopt it.
-  void enqueueMatching(const CachedObject& pod) {
-    auto labels = kube::getLabels(pod.obj);
-    for (const auto& rs : sets_.list(pod.ns)) {
-      auto sel = kube::LabelSelector::fromJson(child(rs->obj, "spec").value("selector", json()));
-      if (sel && !sel->empty() && sel->matches(labels)) queue_.add(objectKey(rs->ns, rs->name));
-    }
-  }
-
   kube::Status sync(const std::string& key) {
     auto rs = sets_.getByKey(key);
     if (!rs) {
@@ -218,7 +175,7 @@ class ReplicaSetController : public Controller {
   LocalInformer& pods_;
   LocalInformer& sets_;
   Expectations expectations_;
-  WorkQueue queue_;
+  kube::WorkerPool queue_;
 };
 
 }  // namespace

@@ -1,9 +1,14 @@
 #include "minicluster/service_endpoints.h"
 
+#include "kube/json_access.h"
 #include "kube/object.h"
-#include "minicluster/json_access.h"
 
 namespace strait::minicluster {
+
+using kube::child;
+using kube::childArray;
+using kube::intOf;
+using kube::stringOf;
 
 using json = nlohmann::json;
 
@@ -80,7 +85,7 @@ std::vector<std::string> servicesSelecting(const LocalInformer& services, const 
   return keys;
 }
 
-InformerHandlers podHandlersForServices(const LocalInformer& services, WorkQueue& queue) {
+InformerHandlers podHandlersForServices(const LocalInformer& services, kube::WorkerPool& queue) {
   auto changed = [&services, &queue](const CachedPtr& p) {
     for (const auto& k : servicesSelecting(services, p->ns, kube::getLabels(p->obj))) {
       queue.add(k);

@@ -11,8 +11,8 @@
 
 #include "kube/selector.h"
 #include "kube/status.h"
+#include "kube/worker_pool.h"
 #include "minicluster/local_informer.h"
-#include "minicluster/work_queue.h"
 
 namespace strait::minicluster {
 
@@ -43,6 +43,6 @@ std::vector<std::string> servicesSelecting(const LocalInformer& services, const 
 
 // Handlers for the pod informer that queue the keys of the Services selecting a changed pod
 // (by its old and its new labels).
-InformerHandlers podHandlersForServices(const LocalInformer& services, WorkQueue& queue);
+InformerHandlers podHandlersForServices(const LocalInformer& services, kube::WorkerPool& queue);
 
 }  // namespace strait::minicluster

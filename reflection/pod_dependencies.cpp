@@ -1,14 +1,14 @@
 #include "reflection/pod_dependencies.h"
 
+#include "kube/json_access.h"
 #include "kube/object.h"
-#include "reflection/json_util.h"
 #include "reflection/labels.h"
 
 namespace strait::reflection {
 
-using detail::isArr;
-using detail::isObj;
-using detail::str;
+using kube::hasArray;
+using kube::hasObject;
+using kube::stringOf;
 using nlohmann::json;
 
 namespace {
@@ -16,37 +16,37 @@ namespace {
 constexpr const char* kRootCaConfigMap = "kube-root-ca.crt";
 
 void addName(std::set<std::string>& out, const json& ref) {
-  std::string name = str(ref, "name");
+  std::string name = stringOf(ref, "name");
   if (!name.empty()) out.insert(name);
 }
 
 void scanVolumeSource(const json& v, PodDependencies& d) {
-  if (isObj(v, "configMap")) addName(d.configMaps, v["configMap"]);
-  if (isObj(v, "secret")) {
-    std::string name = str(v["secret"], "secretName");
+  if (hasObject(v, "configMap")) addName(d.configMaps, v["configMap"]);
+  if (hasObject(v, "secret")) {
+    std::string name = stringOf(v["secret"], "secretName");
     if (!name.empty()) d.secrets.insert(name);
   }
-  if (isObj(v, "projected") && isArr(v["projected"], "sources")) {
+  if (hasObject(v, "projected") && hasArray(v["projected"], "sources")) {
     for (const json& s : v["projected"]["sources"]) {
-      if (isObj(s, "configMap")) addName(d.configMaps, s["configMap"]);
-      if (isObj(s, "secret")) addName(d.secrets, s["secret"]);
+      if (hasObject(s, "configMap")) addName(d.configMaps, s["configMap"]);
+      if (hasObject(s, "secret")) addName(d.secrets, s["secret"]);
     }
   }
 }
 
 void scanContainer(const json& c, PodDependencies& d) {
-  if (isArr(c, "env")) {
+  if (hasArray(c, "env")) {
     for (const json& e : c["env"]) {
-      if (!isObj(e, "valueFrom")) continue;
+      if (!hasObject(e, "valueFrom")) continue;
       const json& vf = e["valueFrom"];
-      if (isObj(vf, "configMapKeyRef")) addName(d.configMaps, vf["configMapKeyRef"]);
-      if (isObj(vf, "secretKeyRef")) addName(d.secrets, vf["secretKeyRef"]);
+      if (hasObject(vf, "configMapKeyRef")) addName(d.configMaps, vf["configMapKeyRef"]);
+      if (hasObject(vf, "secretKeyRef")) addName(d.secrets, vf["secretKeyRef"]);
     }
   }
-  if (isArr(c, "envFrom")) {
+  if (hasArray(c, "envFrom")) {
     for (const json& e : c["envFrom"]) {
-      if (isObj(e, "configMapRef")) addName(d.configMaps, e["configMapRef"]);
-      if (isObj(e, "secretRef")) addName(d.secrets, e["secretRef"]);
+      if (hasObject(e, "configMapRef")) addName(d.configMaps, e["configMapRef"]);
+      if (hasObject(e, "secretRef")) addName(d.secrets, e["secretRef"]);
     }
   }
 }
@@ -93,19 +93,19 @@ void copyFields(const json& from, json& to, std::initializer_list<const char*> k
 
 PodDependencies podDependencies(const json& pod) {
   PodDependencies d;
-  if (!isObj(pod, "spec")) return d;
+  if (!hasObject(pod, "spec")) return d;
   const json& spec = pod["spec"];
-  if (isArr(spec, "volumes")) {
+  if (hasArray(spec, "volumes")) {
     for (const json& v : spec["volumes"]) scanVolumeSource(v, d);
   }
   for (const char* list : {"containers", "initContainers"}) {
-    if (!isArr(spec, list)) continue;
+    if (!hasArray(spec, list)) continue;
     for (const json& c : spec[list]) scanContainer(c, d);
   }
-  if (isArr(spec, "imagePullSecrets")) {
+  if (hasArray(spec, "imagePullSecrets")) {
     for (const json& s : spec["imagePullSecrets"]) addName(d.secrets, s);
   }
-  d.serviceAccount = str(spec, "serviceAccountName");
+  d.serviceAccount = stringOf(spec, "serviceAccountName");
   d.configMaps.erase(kRootCaConfigMap);
   return d;
 }
@@ -120,7 +120,7 @@ kube::Result<json> forgeRemoteConfigMap(const json& local, const ObjectForgeCont
 kube::Result<json> forgeRemoteSecret(const json& local, const ObjectForgeContext& ctx) {
   auto out = forgeMeta(local, ctx, "Secret");
   if (!out.ok()) return out;
-  if (str(local, "type") == "kubernetes.io/service-account-token") {
+  if (stringOf(local, "type") == "kubernetes.io/service-account-token") {
     return kube::makeError(kube::Code::Forbidden,
                            "secret " + kube::getNamespace(local) + "/" + kube::getName(local) +
                                " is a service account token and is not reflected",
@@ -141,9 +141,9 @@ bool sameReflectedContent(const json& a, const json& b) {
   auto content = [](const json& o) {
     json c = json::object();
     if (!o.is_object()) return c;
-    c["labels"] = isObj(o, "metadata") ? o["metadata"].value("labels", json::object())
+    c["labels"] = hasObject(o, "metadata") ? o["metadata"].value("labels", json::object())
                                        : json::object();
-    c["annotations"] = isObj(o, "metadata")
+    c["annotations"] = hasObject(o, "metadata")
                            ? o["metadata"].value("annotations", json::object())
                            : json::object();
     for (const char* k : {"type", "data", "binaryData", "stringData", "immutable",

@@ -2,8 +2,8 @@
 
 #include <string_view>
 
+#include "kube/json_access.h"
 #include "kube/object.h"
-#include "reflection/json_util.h"
 #include "reflection/labels.h"
 
 namespace strait::reflection {
@@ -16,9 +16,9 @@ kube::Error invalid(const std::string& what, const std::string& field) {
   return kube::makeError(kube::Code::Invalid, "cannot forge remote pod: " + what, field);
 }
 
-using detail::isArr;
-using detail::isObj;
-using detail::str;
+using kube::hasArray;
+using kube::hasObject;
+using kube::stringOf;
 
 // Metadata of the remote Pod: copied labels/annotations plus origin markers.
 json forgeMetadata(const json& local, const PodForgeContext& ctx) {
@@ -41,13 +41,13 @@ json forgeMetadata(const json& local, const PodForgeContext& ctx) {
 
 // Removes expressions on the virtual node's own label keys from a NodeSelectorTerm.
 // Returns true when the term is left empty (it selected only the virtual node).
-bool stripTerm(json& term, const PodForgeContext& ctx) {
+bool stripTerm(json& term, const std::set<std::string>& nodeLabelKeys) {
   bool had = false;
-  if (isArr(term, "matchExpressions")) {
+  if (hasArray(term, "matchExpressions")) {
     json kept = json::array();
     for (const json& e : term["matchExpressions"]) {
       had = true;
-      if (ctx.virtualNodeLabelKeys.count(str(e, "key"))) {
+      if (nodeLabelKeys.count(stringOf(e, "key"))) {
         continue;
       }
       kept.push_back(e);
@@ -58,12 +58,12 @@ bool stripTerm(json& term, const PodForgeContext& ctx) {
       term["matchExpressions"] = std::move(kept);
     }
   }
-  if (isArr(term, "matchFields")) {
+  if (hasArray(term, "matchFields")) {
     json kept = json::array();
     for (const json& f : term["matchFields"]) {
       had = true;
       // The only field a node selector term may use is metadata.name: the virtual node's.
-      if (f.is_object() && str(f, "key") == "metadata.name") continue;
+      if (f.is_object() && stringOf(f, "key") == "metadata.name") continue;
       kept.push_back(f);
     }
     if (kept.empty()) {
@@ -72,26 +72,29 @@ bool stripTerm(json& term, const PodForgeContext& ctx) {
       term["matchFields"] = std::move(kept);
     }
   }
-  return had && !isArr(term, "matchExpressions") && !isArr(term, "matchFields");
+  return had && !hasArray(term, "matchExpressions") && !hasArray(term, "matchFields");
 }
 
-void stripNodeAffinity(json& spec, const PodForgeContext& ctx) {
-  if (!isObj(spec, "affinity") || !isObj(spec["affinity"], "nodeAffinity")) return;
+void stripNodeAffinity(json& spec, const std::set<std::string>& nodeLabelKeys) {
+  if (!hasObject(spec, "affinity") || !hasObject(spec["affinity"], "nodeAffinity")) return;
   json& na = spec["affinity"]["nodeAffinity"];
   const char* kRequired = "requiredDuringSchedulingIgnoredDuringExecution";
-  if (isObj(na, kRequired) && isArr(na[kRequired], "nodeSelectorTerms")) {
+  if (hasObject(na, kRequired) && hasArray(na[kRequired], "nodeSelectorTerms")) {
     bool anyTermSelectedOnlyVnode = false;
     for (json& term : na[kRequired]["nodeSelectorTerms"]) {
-      if (term.is_object() && stripTerm(term, ctx)) anyTermSelectedOnlyVnode = true;
+      if (term.is_object() && stripTerm(term, nodeLabelKeys)) anyTermSelectedOnlyVnode = true;
     }
     // Terms are ORed: one satisfied by the virtual node alone satisfies the requirement.
     if (anyTermSelectedOnlyVnode) na.erase(kRequired);
   }
   const char* kPreferred = "preferredDuringSchedulingIgnoredDuringExecution";
-  if (isArr(na, kPreferred)) {
+  if (hasArray(na, kPreferred)) {
     json kept = json::array();
     for (json p : na[kPreferred]) {
-      if (p.is_object() && isObj(p, "preference") && stripTerm(p["preference"], ctx)) continue;
+      if (p.is_object() && hasObject(p, "preference") &&
+          stripTerm(p["preference"], nodeLabelKeys)) {
+        continue;
+      }
       kept.push_back(std::move(p));
     }
     if (kept.empty()) {
@@ -108,45 +111,45 @@ void stripNodeAffinity(json& spec, const PodForgeContext& ctx) {
 // mapping of one namespace is given by the caller's context only for the Pod's own
 // namespace; other namespaces keep their names (they are not offloaded by this Pod).
 void mapAffinityNamespaces(json& spec, const std::string& localNs, const std::string& remoteNs) {
-  if (!isObj(spec, "affinity")) return;
+  if (!hasObject(spec, "affinity")) return;
   for (const char* kind : {"podAffinity", "podAntiAffinity"}) {
-    if (!isObj(spec["affinity"], kind)) continue;
+    if (!hasObject(spec["affinity"], kind)) continue;
     json& a = spec["affinity"][kind];
     auto mapTerm = [&](json& term) {
-      if (!term.is_object() || !isArr(term, "namespaces")) return;
+      if (!term.is_object() || !hasArray(term, "namespaces")) return;
       for (json& n : term["namespaces"]) {
         if (n.is_string() && n.get<std::string>() == localNs) n = remoteNs;
       }
     };
-    if (isArr(a, "requiredDuringSchedulingIgnoredDuringExecution")) {
+    if (hasArray(a, "requiredDuringSchedulingIgnoredDuringExecution")) {
       for (json& t : a["requiredDuringSchedulingIgnoredDuringExecution"]) mapTerm(t);
     }
-    if (isArr(a, "preferredDuringSchedulingIgnoredDuringExecution")) {
+    if (hasArray(a, "preferredDuringSchedulingIgnoredDuringExecution")) {
       for (json& w : a["preferredDuringSchedulingIgnoredDuringExecution"]) {
-        if (isObj(w, "podAffinityTerm")) mapTerm(w["podAffinityTerm"]);
+        if (hasObject(w, "podAffinityTerm")) mapTerm(w["podAffinityTerm"]);
       }
     }
   }
 }
 
 bool isTokenVolume(const json& v) {
-  if (!v.is_object() || !isObj(v, "projected") || !isArr(v["projected"], "sources")) {
+  if (!v.is_object() || !hasObject(v, "projected") || !hasArray(v["projected"], "sources")) {
     return false;
   }
   for (const json& s : v["projected"]["sources"]) {
-    if (isObj(s, "serviceAccountToken")) return true;
+    if (hasObject(s, "serviceAccountToken")) return true;
   }
   return false;
 }
 
 void removeMounts(json& spec, const std::set<std::string>& volumes) {
   for (const char* list : {"containers", "initContainers"}) {
-    if (!isArr(spec, list)) continue;
+    if (!hasArray(spec, list)) continue;
     for (json& c : spec[list]) {
-      if (!isArr(c, "volumeMounts")) continue;
+      if (!hasArray(c, "volumeMounts")) continue;
       json kept = json::array();
       for (const json& m : c["volumeMounts"]) {
-        if (m.is_object() && volumes.count(str(m, "name"))) continue;
+        if (m.is_object() && volumes.count(stringOf(m, "name"))) continue;
         kept.push_back(m);
       }
       if (kept.empty()) {
@@ -159,7 +162,7 @@ void removeMounts(json& spec, const std::set<std::string>& volumes) {
 }
 
 void handleServiceAccountToken(json& spec, const PodForgeContext& ctx) {
-  if (!isArr(spec, "volumes")) return;
+  if (!hasArray(spec, "volumes")) return;
   std::set<std::string> removed;
   json kept = json::array();
   for (json v : spec["volumes"]) {
@@ -168,12 +171,12 @@ void handleServiceAccountToken(json& spec, const PodForgeContext& ctx) {
       continue;
     }
     if (ctx.serviceAccountTokenSecret.empty()) {
-      removed.insert(str(v, "name"));
+      removed.insert(stringOf(v, "name"));
       continue;
     }
     for (json& s : v["projected"]["sources"]) {
-      if (!isObj(s, "serviceAccountToken")) continue;
-      std::string path = str(s["serviceAccountToken"], "path");
+      if (!hasObject(s, "serviceAccountToken")) continue;
+      std::string path = stringOf(s["serviceAccountToken"], "path");
       if (path.empty()) path = "token";
       s = json{{"secret",
                 {{"name", ctx.serviceAccountTokenSecret},
@@ -192,13 +195,13 @@ void handleServiceAccountToken(json& spec, const PodForgeContext& ctx) {
 // Resolves downward-API env fields whose remote value would be wrong.
 void resolveDownwardEnv(json& spec, const json& local, const PodForgeContext& ctx) {
   for (const char* list : {"containers", "initContainers"}) {
-    if (!isArr(spec, list)) continue;
+    if (!hasArray(spec, list)) continue;
     for (json& c : spec[list]) {
-      if (!isArr(c, "env")) continue;
+      if (!hasArray(c, "env")) continue;
       for (json& e : c["env"]) {
-        if (!isObj(e, "valueFrom") || !isObj(e["valueFrom"], "fieldRef")) continue;
+        if (!hasObject(e, "valueFrom") || !hasObject(e["valueFrom"], "fieldRef")) continue;
         const json& ref = e["valueFrom"]["fieldRef"];
-        std::string path = str(ref, "fieldPath");
+        std::string path = stringOf(ref, "fieldPath");
         std::optional<std::string> value;
         if (path == "metadata.name") value = kube::getName(local);
         if (path == "metadata.namespace") value = kube::getNamespace(local);
@@ -220,8 +223,8 @@ kube::Status checkLocal(const json& local) {
     return invalid("metadata.namespace is missing", "metadata.namespace");
   }
   if (kube::getUid(local).empty()) return invalid("metadata.uid is missing", "metadata.uid");
-  if (!isObj(local, "spec")) return invalid("spec is missing or not an object", "spec");
-  if (!isArr(local["spec"], "containers") || local["spec"]["containers"].empty()) {
+  if (!hasObject(local, "spec")) return invalid("spec is missing or not an object", "spec");
+  if (!hasArray(local["spec"], "containers") || local["spec"]["containers"].empty()) {
     return invalid("spec.containers is missing or empty", "spec.containers");
   }
   for (const json& c : local["spec"]["containers"]) {
@@ -234,7 +237,45 @@ kube::Status checkLocal(const json& local) {
 
 bool isDaemonSetPod(const json& pod) {
   std::optional<json> owner = kube::getControllerOf(pod);
-  return owner && owner->is_object() && str(*owner, "kind") == "DaemonSet";
+  return owner && owner->is_object() && stringOf(*owner, "kind") == "DaemonSet";
+}
+
+std::set<std::string> virtualNodeOwnLabelKeys() {
+  return {"type", std::string(peering::kLabelRemoteCluster), "kubernetes.io/hostname",
+          "kubernetes.io/role"};
+}
+
+void stripSchedulingFields(json& spec, const std::set<std::string>& nodeLabelKeys) {
+  if (!spec.is_object()) return;
+  for (const char* field :
+       {"nodeName", "schedulerName", "schedulingGates", "priority", "priorityClassName",
+        "preemptionPolicy", "overhead", "readinessGates", "ephemeralContainers"}) {
+    spec.erase(field);
+  }
+  if (hasObject(spec, "nodeSelector")) {
+    json kept = json::object();
+    for (auto& [k, v] : spec["nodeSelector"].items()) {
+      if (!nodeLabelKeys.count(k)) kept[k] = v;
+    }
+    if (kept.empty()) {
+      spec.erase("nodeSelector");
+    } else {
+      spec["nodeSelector"] = std::move(kept);
+    }
+  }
+  stripNodeAffinity(spec, nodeLabelKeys);
+  if (hasArray(spec, "tolerations")) {
+    json kept = json::array();
+    for (const json& t : spec["tolerations"]) {
+      if (t.is_object() && stringOf(t, "key") == kVirtualNodeTaintKey) continue;
+      kept.push_back(t);
+    }
+    if (kept.empty()) {
+      spec.erase("tolerations");
+    } else {
+      spec["tolerations"] = std::move(kept);
+    }
+  }
 }
 
 kube::Result<json> forgeRemotePod(const json& local, const PodForgeContext& ctx) {
@@ -247,36 +288,8 @@ kube::Result<json> forgeRemotePod(const json& local, const PodForgeContext& ctx)
                            "metadata.ownerReferences");
   }
   json spec = local["spec"];
-  for (const char* field :
-       {"nodeName", "schedulerName", "schedulingGates", "priority", "priorityClassName",
-        "preemptionPolicy", "overhead", "readinessGates", "ephemeralContainers"}) {
-    spec.erase(field);
-  }
-  if (isObj(spec, "nodeSelector")) {
-    json kept = json::object();
-    for (auto& [k, v] : spec["nodeSelector"].items()) {
-      if (!ctx.virtualNodeLabelKeys.count(k)) kept[k] = v;
-    }
-    if (kept.empty()) {
-      spec.erase("nodeSelector");
-    } else {
-      spec["nodeSelector"] = std::move(kept);
-    }
-  }
-  stripNodeAffinity(spec, ctx);
+  stripSchedulingFields(spec, ctx.virtualNodeLabelKeys);
   mapAffinityNamespaces(spec, kube::getNamespace(local), ctx.remoteNamespace);
-  if (isArr(spec, "tolerations")) {
-    json kept = json::array();
-    for (const json& t : spec["tolerations"]) {
-      if (t.is_object() && str(t, "key") == kVirtualNodeTaintKey) continue;
-      kept.push_back(t);
-    }
-    if (kept.empty()) {
-      spec.erase("tolerations");
-    } else {
-      spec["tolerations"] = std::move(kept);
-    }
-  }
   handleServiceAccountToken(spec, ctx);
   resolveDownwardEnv(spec, local, ctx);
 
@@ -297,13 +310,13 @@ json mutablePodFields(const json& pod) {
   for (const auto& [k, v] : kube::getAnnotations(pod)) annotations[k] = v;
   out["labels"] = std::move(labels);
   out["annotations"] = std::move(annotations);
-  if (!isObj(pod, "spec")) return out;
+  if (!hasObject(pod, "spec")) return out;
   const json& spec = pod["spec"];
   for (const char* list : {"containers", "initContainers"}) {
     json images = json::object();
-    if (isArr(spec, list)) {
+    if (hasArray(spec, list)) {
       for (const json& c : spec[list]) {
-        if (c.is_object()) images[str(c, "name")] = str(c, "image");
+        if (c.is_object()) images[stringOf(c, "name")] = stringOf(c, "image");
       }
     }
     out[list] = std::move(images);

@@ -1,7 +1,7 @@
 #include "reflection/pod_reconcile.h"
 
+#include "kube/json_access.h"
 #include "kube/object.h"
-#include "reflection/json_util.h"
 #include "reflection/labels.h"
 #include "reflection/pod_status.h"
 
@@ -34,7 +34,7 @@ PodDecision make(PodAction a, std::string reason, bool requeue = false) {
 }
 
 std::optional<int64_t> localGrace(const json& local) {
-  if (detail::isObj(local, "metadata")) {
+  if (kube::hasObject(local, "metadata")) {
     const json& m = local["metadata"];
     if (m.contains("deletionGracePeriodSeconds") &&
         m["deletionGracePeriodSeconds"].is_number_integer()) {

@@ -2,8 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "kube/event.h"
+#include "kube/json_access.h"
 #include "kube/object.h"
-#include "reflection/json_util.h"
 #include "reflection/labels.h"
 #include "reflection/pod_dependencies.h"
 #include "reflection/pod_reconcile.h"
@@ -20,26 +21,18 @@ PodReflector::PodReflector(kube::Client& local, const kube::Cache& localPods,
 
 void PodReflector::event(const json& local, const std::string& type, const std::string& reason,
                          const std::string& message) {
-  const std::string now = kube::rfc3339Now();
-  json ev = {{"apiVersion", "v1"},
-             {"kind", "Event"},
-             {"metadata",
-              {{"generateName", kube::getName(local) + "."}, {"namespace", kube::getNamespace(local)}}},
-             {"involvedObject",
-              {{"apiVersion", "v1"},
-               {"kind", "Pod"},
-               {"namespace", kube::getNamespace(local)},
-               {"name", kube::getName(local)},
-               {"uid", kube::getUid(local)}}},
-             {"type", type},
-             {"reason", reason},
-             {"message", message},
-             {"source", {{"component", "strait-vnode"}, {"host", opts_.forge.virtualNodeName}}},
-             {"reportingComponent", "strait-vnode"},
-             {"reportingInstance", opts_.forge.virtualNodeName},
-             {"firstTimestamp", now},
-             {"lastTimestamp", now},
-             {"count", 1}};
+  kube::EventFields fields;
+  fields.involvedObject = {{"apiVersion", "v1"},
+                           {"kind", "Pod"},
+                           {"namespace", kube::getNamespace(local)},
+                           {"name", kube::getName(local)},
+                           {"uid", kube::getUid(local)}};
+  fields.type = type;
+  fields.reason = reason;
+  fields.message = message;
+  fields.component = "strait-vnode";
+  fields.host = opts_.forge.virtualNodeName;
+  json ev = kube::makeEvent(fields);
   kube::Result<json> r = local_.create(res::kEvents, kube::getNamespace(local), ev);
   if (!r.ok()) {
     spdlog::warn("event=pod_event_failed pod={}/{} reason={} error=\"{}\"",
@@ -49,8 +42,8 @@ void PodReflector::event(const json& local, const std::string& type, const std::
 
 HandleResult PodReflector::refuse(const json& local, const std::string& reason,
                                   const std::string& message) {
-  json status = detail::isObj(local, "status") ? local["status"] : json::object();
-  if (detail::str(status, "reason") == reason && detail::str(status, "message") == message) {
+  json status = kube::hasObject(local, "status") ? local["status"] : json::object();
+  if (kube::stringOf(status, "reason") == reason && kube::stringOf(status, "message") == message) {
     return HandleResult::done();  // already said
   }
   spdlog::info("event=pod_offload_refused pod={}/{} reason={} message=\"{}\"",
@@ -140,8 +133,8 @@ HandleResult PodReflector::handle(const std::string& key) {
     kube::Result<json> f = forgeRemotePod(*localPtr, forgeCtx);
     if (!f.ok()) return refuse(*localPtr, "OffloadRefused", f.error().message);
     forged = std::move(*f);
-    const json& st = detail::isObj(*localPtr, "status") ? (*localPtr)["status"] : json::object();
-    in.remoteWasCreated = st.contains("startTime") || !detail::str(st, "podIP").empty();
+    const json& st = kube::hasObject(*localPtr, "status") ? (*localPtr)["status"] : json::object();
+    in.remoteWasCreated = st.contains("startTime") || !kube::stringOf(st, "podIP").empty();
     if (!remote.is_null()) {
       in.remoteSpecDiffers = mutablePodFields(forged) != mutablePodFields(remote);
       in.localStatusDiffers = mapRemoteStatus(*localPtr, remote, opts_.status) != st;

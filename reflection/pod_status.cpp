@@ -1,13 +1,13 @@
 #include "reflection/pod_status.h"
 
+#include "kube/json_access.h"
 #include "kube/object.h"
-#include "reflection/json_util.h"
 
 namespace strait::reflection {
 
-using detail::isArr;
-using detail::isObj;
-using detail::str;
+using kube::hasArray;
+using kube::hasObject;
+using kube::stringOf;
 using nlohmann::json;
 
 bool isTerminalPhase(const std::string& phase) {
@@ -15,7 +15,7 @@ bool isTerminalPhase(const std::string& phase) {
 }
 
 std::string podPhase(const json& pod) {
-  return isObj(pod, "status") ? str(pod["status"], "phase") : std::string();
+  return hasObject(pod, "status") ? stringOf(pod["status"], "phase") : std::string();
 }
 
 namespace {
@@ -26,7 +26,7 @@ std::string mapIp(const PodStatusContext& ctx, const std::string& ip) {
 
 json containerStatuses(const json& remote, const char* key, int recreations) {
   json out = json::array();
-  if (!isArr(remote, key)) return out;
+  if (!hasArray(remote, key)) return out;
   for (json cs : remote[key]) {
     if (!cs.is_object()) continue;
     if (recreations > 0) {
@@ -44,9 +44,9 @@ json containerStatuses(const json& remote, const char* key, int recreations) {
 }  // namespace
 
 json mapRemoteStatus(const json& local, const json& remote, const PodStatusContext& ctx) {
-  json localStatus = isObj(local, "status") ? local["status"] : json::object();
-  if (isTerminalPhase(str(localStatus, "phase"))) return localStatus;
-  const json remoteStatus = isObj(remote, "status") ? remote["status"] : json::object();
+  json localStatus = hasObject(local, "status") ? local["status"] : json::object();
+  if (isTerminalPhase(stringOf(localStatus, "phase"))) return localStatus;
+  const json remoteStatus = hasObject(remote, "status") ? remote["status"] : json::object();
 
   json out = json::object();
   for (const char* key : {"phase", "reason", "message", "startTime", "nominatedNodeName"}) {
@@ -59,14 +59,14 @@ json mapRemoteStatus(const json& local, const json& remote, const PodStatusConte
   out.erase("nominatedNodeName");  // a provider node name means nothing locally
 
   json conditions = json::array();
-  if (isArr(localStatus, "conditions")) {
+  if (hasArray(localStatus, "conditions")) {
     for (const json& c : localStatus["conditions"]) {
-      if (str(c, "type") == "PodScheduled") conditions.push_back(c);
+      if (stringOf(c, "type") == "PodScheduled") conditions.push_back(c);
     }
   }
-  if (isArr(remoteStatus, "conditions")) {
+  if (hasArray(remoteStatus, "conditions")) {
     for (const json& c : remoteStatus["conditions"]) {
-      if (c.is_object() && str(c, "type") != "PodScheduled") conditions.push_back(c);
+      if (c.is_object() && stringOf(c, "type") != "PodScheduled") conditions.push_back(c);
     }
   }
   if (!conditions.empty()) out["conditions"] = std::move(conditions);
@@ -80,13 +80,13 @@ json mapRemoteStatus(const json& local, const json& remote, const PodStatusConte
     out["hostIP"] = ctx.virtualNodeAddress;
     out["hostIPs"] = json::array({{{"ip", ctx.virtualNodeAddress}}});
   }
-  std::string podIp = str(remoteStatus, "podIP");
+  std::string podIp = stringOf(remoteStatus, "podIP");
   if (!podIp.empty()) {
     out["podIP"] = mapIp(ctx, podIp);
     json ips = json::array();
-    if (isArr(remoteStatus, "podIPs")) {
+    if (hasArray(remoteStatus, "podIPs")) {
       for (const json& entry : remoteStatus["podIPs"]) {
-        std::string ip = str(entry, "ip");
+        std::string ip = stringOf(entry, "ip");
         if (!ip.empty()) ips.push_back({{"ip", mapIp(ctx, ip)}});
       }
     }
@@ -97,15 +97,15 @@ json mapRemoteStatus(const json& local, const json& remote, const PodStatusConte
 }
 
 json lostRemoteStatus(const json& local, const std::string& message) {
-  json status = isObj(local, "status") ? local["status"] : json::object();
-  if (isTerminalPhase(str(status, "phase"))) return status;
+  json status = hasObject(local, "status") ? local["status"] : json::object();
+  if (isTerminalPhase(stringOf(status, "phase"))) return status;
   const std::string now = kube::rfc3339Now();
   status["phase"] = "Failed";
   status["reason"] = "ProviderPodLost";
   status["message"] = message;
-  if (isArr(status, "conditions")) {
+  if (hasArray(status, "conditions")) {
     for (json& c : status["conditions"]) {
-      std::string type = str(c, "type");
+      std::string type = stringOf(c, "type");
       if (type == "Ready" || type == "ContainersReady") {
         c["status"] = "False";
         c["reason"] = "PodFailed";
@@ -113,12 +113,12 @@ json lostRemoteStatus(const json& local, const std::string& message) {
       }
     }
   }
-  if (isArr(status, "containerStatuses")) {
+  if (hasArray(status, "containerStatuses")) {
     for (json& cs : status["containerStatuses"]) {
       if (!cs.is_object()) continue;
       cs["ready"] = false;
       cs["started"] = false;
-      if (isObj(cs, "state") && isObj(cs["state"], "terminated")) continue;
+      if (hasObject(cs, "state") && hasObject(cs["state"], "terminated")) continue;
       cs["state"] = {{"terminated",
                       {{"exitCode", 137},
                        {"reason", "ProviderPodLost"},

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "kube/json_access.h"
 #include "kube/object.h"
 
 namespace strait::reflection {
@@ -13,26 +14,16 @@ using nlohmann::json;
 namespace {
 
 std::string versionOf(const json& e) {
-  if (!e.is_object() || !e.contains("metadata") || !e["metadata"].is_object()) return "";
-  const json& m = e["metadata"];
-  return m.contains("resourceVersion") && m["resourceVersion"].is_string()
-             ? m["resourceVersion"].get<std::string>()
-             : "";
-}
-
-std::string str(const json& e, const char* key) {
-  return e.is_object() && e.contains(key) && e[key].is_string() ? e[key].get<std::string>() : "";
+  return kube::stringOf(kube::child(e, "metadata"), "resourceVersion");
 }
 
 // Sort key: RFC 3339 timestamps compare as strings when they have the same form (UTC, "Z");
 // the resourceVersion breaks ties in creation order.
 std::tuple<std::string, std::string, std::string, size_t, std::string> sortKey(const json& e) {
-  std::string created;
-  if (e.is_object() && e.contains("metadata") && e["metadata"].is_object()) {
-    created = str(e["metadata"], "creationTimestamp");
-  }
+  const std::string created = kube::stringOf(kube::child(e, "metadata"), "creationTimestamp");
   const std::string rv = versionOf(e);
-  return {str(e, "lastTimestamp"), str(e, "eventTime"), created, rv.size(), rv};
+  return {kube::stringOf(e, "lastTimestamp"), kube::stringOf(e, "eventTime"), created, rv.size(),
+          rv};
 }
 
 }  // namespace
