@@ -1,4 +1,4 @@
-// Offload benchmark (issue 6): how fast and how cheaply Pods travel to one virtual node.
+// Offload benchmark: how fast and how cheaply Pods travel to one virtual node.
 //
 // Setup: two `strait minicluster` processes ("consumer" without nodes; "provider" with
 // --provider-nodes simulated nodes of large capacity and zero pod start latency), a

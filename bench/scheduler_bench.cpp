@@ -1,4 +1,4 @@
-// Scheduler benchmark (issue 4): a `strait minicluster` with N simulated nodes; W writer
+// Scheduler benchmark: a `strait minicluster` with N simulated nodes; W writer
 // threads create P pods (100m CPU, 128Mi each) over HTTPS while the built-in scheduler binds
 // them and the simulated kubelets start them. Reports the creation rate, pods bound per
 // second (first create to last bind), the lag of the last bind behind the last create, the

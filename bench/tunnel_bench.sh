@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tunnel benchmark (issue 7): iperf3 through Strait's gateway and through Debian's
+# Tunnel benchmark: iperf3 through Strait's gateway and through Debian's
 # wireguard-go, over the same veth pair between two network namespaces, in one run; one
 # and four TCP streams; throughput, the tunnel processes' CPU (both ends, in cores) and CPU
 # per Gbit/s, and the Strait / wireguard-go ratio. Also the plain veth as the ceiling.

@@ -1,10 +1,10 @@
 #pragma once
-// The decision at the heart of the pod reflector's handle(key) (STYLE.md "Controllers and
-// reflection"): given the current local Pod and remote Pod (either may be absent), what must
-// happen now. Pure, so every branch is unit-tested without a cluster; the reflector reads
-// both sides, calls decidePod, performs the action and requeues. Thread-safe (pure).
+// The decision at the heart of the pod reflector's handle(key): given the current local Pod
+// and remote Pod (either may be absent), what must happen now. Pure, so every branch is
+// unit-tested without a cluster; the reflector reads both sides, calls decidePod, performs
+// the action and requeues. Thread-safe (pure).
 //
-// Safety rules it encodes (PEERS.md complaints 6, 9, 10):
+// Safety rules it encodes:
 //  - a remote Pod is deleted because its origin is gone only when `resyncDone` (the consumer
 //    has listed every local Pod since it (re)connected): a slow start never deletes healthy
 //    Pods;

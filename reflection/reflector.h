@@ -1,5 +1,5 @@
 #pragma once
-// The generic reflector (STYLE.md "Controllers and reflection", after Liqo): one work queue
+// The generic reflector (after Liqo's): one work queue
 // and a pool of workers per kind, retries, and counters, shared by every kind. A kind
 // supplies only a factory and one handle(key) that reconciles the key from current state
 // (read both sides, check ownership, delete if the origin is gone, otherwise forge and

@@ -34,7 +34,7 @@ if [ -x "$BUILD/bench/peering_bench" ]; then
   if [ "${BENCH_JSON:-0}" = 1 ]; then peering_extra+=(--json); fi
   "$BUILD/bench/peering_bench" --strait "$STRAIT" "${peering_extra[@]}" || status=1
 fi
-# Scheduler + simulated kubelets (issue 4): 1,000 nodes, 30,000 pods.
+# Scheduler + simulated kubelets: 1,000 nodes, 30,000 pods.
 SCHED="$BUILD/bench/scheduler_bench"
 if [ -x "$SCHED" ]; then
   sched_flags=()
@@ -43,13 +43,13 @@ if [ -x "$SCHED" ]; then
 else
   echo "run-bench: $SCHED not built, skipped" >&2
 fi
-# The tunnel benchmark (issue 7) needs root for its network namespaces.
+# The tunnel benchmark needs root for its network namespaces.
 if [ "$(id -u)" -eq 0 ] && command -v wireguard-go >/dev/null && command -v iperf3 >/dev/null; then
   "$(dirname "$0")/../bench/tunnel_bench.sh" "$STRAIT" "${TUNNEL_BENCH_SECONDS:-5}" || status=1
 else
   echo "# tunnel bench skipped: needs root, wireguard-go and iperf3 (scripts/install-deps.sh)"
 fi
-# Informer benchmark (issue 3): its own flags; BENCH_JSON=1 gives one JSON line.
+# Informer benchmark: its own flags; BENCH_JSON=1 gives one JSON line.
 INFORMER_BENCH="$BUILD/bench/informer_bench"
 if [ -x "$INFORMER_BENCH" ]; then
   ijson=()
@@ -61,7 +61,7 @@ else
   echo "run-bench: $INFORMER_BENCH not built (run: make bench)" >&2
   status=1
 fi
-# Offload benchmark (issue 6): 1,000 then 10,000 Pods to one virtual node.
+# Offload benchmark: 1,000 then 10,000 Pods to one virtual node.
 OFFLOAD_BENCH="$BUILD/bench/offload_bench"
 if [ -x "$OFFLOAD_BENCH" ]; then
   ojson=()
