@@ -10,6 +10,7 @@ void addPeeringCommands(CLI::App& app);  // token, peer, unpeer, status
 void addGatewayCommand(CLI::App& app);
 void addOffloadCommands(CLI::App& app);  // offload, unoffload
 void addDemoCommand(CLI::App& app);  // strait demo
+void addAgnhostCommand(CLI::App& app);  // agnhost netexec, agnhost serve-hostname
 
 // Exit code recorded by the subcommand that ran.
 int exitCode();

@@ -12,6 +12,8 @@
 #include "cmd/cli_util.h"
 #include "cmd/commands.h"
 #include "minicluster/apiserver.h"
+#include "minicluster/netns.h"
+#include "minicluster/runtime_process.h"
 
 namespace strait::cmd {
 namespace {
@@ -40,6 +42,8 @@ struct MiniclusterFlags {
   std::string nodeMonitorGracePeriod = "40s";
   int64_t defaultTolerationSeconds = 300;
   bool noScheduler = false;
+  std::string runtime = "sim";  // sim | process
+  std::string cleanup;          // --cleanup NAME
 };
 
 // Fills the simulation options from the flags; logs and returns false on a bad value.
@@ -89,6 +93,8 @@ bool simulationFromFlags(const MiniclusterFlags& f, minicluster::SimulationOptio
   }
   sim.defaultTolerationSeconds = f.defaultTolerationSeconds;
   sim.runScheduler = !f.noScheduler;
+  sim.runtime = f.runtime == "process" ? minicluster::RuntimeKind::Process
+                                       : minicluster::RuntimeKind::Simulated;
   return true;
 }
 
@@ -119,6 +125,24 @@ int runMinicluster(const MiniclusterFlags& f) {
   o.historyLimit = f.watchHistory;
   if (!f.tokenAuthFile.empty()) o.tokenAuthFile = f.tokenAuthFile;
   if (!simulationFromFlags(f, o.simulation)) return 2;
+  if (!f.cleanup.empty() || f.runtime == "process") {
+    auto missing = minicluster::missingProcessRuntimePrerequisites(false, false);
+    for (const auto& m : missing) {
+      spdlog::error("event=process_runtime_unavailable missing=\"{}\"", m);
+    }
+    if (!missing.empty()) return 2;
+  }
+  if (!f.cleanup.empty()) {
+    auto swept = minicluster::cleanupProcessRuntime(f.cleanup);
+    if (!swept) {
+      spdlog::error("event=cleanup_failed cluster={} error=\"{}\"", f.cleanup,
+                    swept.error().message);
+      return 1;
+    }
+    spdlog::info("event=cleanup_done cluster={} namespaces={} links={} processes={}", f.cleanup,
+                 swept->namespaces.size(), swept->links.size(), swept->processes.size());
+    return 0;
+  }
 
   struct sigaction sa {};
   sa.sa_handler = onSignal;
@@ -205,6 +229,14 @@ void addMiniclusterCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(numberRange(0, 31'536'000));
   sub->add_flag("--no-scheduler", flags->noScheduler, "do not run the built-in scheduler");
+  sub->add_option("--runtime", flags->runtime,
+                  "what runs Pods: sim (simulated) or process (real processes in network "
+                  "namespaces; needs root)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"sim", "process"}));
+  sub->add_option("--cleanup", flags->cleanup,
+                  "remove what a killed process-runtime minicluster named NAME left (processes, "
+                  "network namespaces, links), then exit");
   sub->callback([flags] { setExitCode(runMinicluster(*flags)); });
 }
 

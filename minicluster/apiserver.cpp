@@ -20,6 +20,7 @@
 #include "minicluster/store.h"
 #include "minicluster/kubelet_api.h"
 #include "minicluster/kubelet_sim.h"
+#include "minicluster/runtime_process.h"
 #include "minicluster/node_lifecycle.h"
 #include "minicluster/scheduler.h"
 #include "minicluster/strategy.h"
@@ -206,8 +207,12 @@ class ApiServerImpl : public ApiServer {
     // monitor grace period (tests) the renewals must come faster, or healthy nodes would go
     // Unknown between two renewals.
     sim.leaseRenewInterval = std::min(sim.leaseRenewInterval, sim.nodeMonitorGracePeriod / 4);
-    kubelets_ = newSimulatedKubelets(*store_, *registry_, *rest_, sim);
-    if (!sim.pools.empty()) {
+    if (sim.runtime == RuntimeKind::Process) {
+      if (auto s = startProcessKubelets(sim); !s) return s;
+    } else {
+      kubelets_ = newSimulatedKubelets(*store_, *registry_, *rest_, sim);
+    }
+    if (sim.runtime == RuntimeKind::Simulated && !sim.pools.empty()) {
       // One HTTPS kubelet API for every simulated node (each Node names its port).
       auto serving = issueCert(ca_, "strait-kubelet", {"system:nodes"}, {"localhost"},
                                {"127.0.0.1"}, true);
@@ -223,7 +228,9 @@ class ApiServerImpl : public ApiServer {
       kubeletHttp_ = newHttpServer(ko, *kubeletHandler_);
       if (auto s = kubeletHttp_->start(); !s) return s;
     }
-    if (auto s = kubelets_->start(kubeletHttp_ ? kubeletHttp_->port() : 0); !s) return s;
+    if (sim.runtime == RuntimeKind::Simulated) {
+      if (auto s = kubelets_->start(kubeletHttp_ ? kubeletHttp_->port() : 0); !s) return s;
+    }
     NodeLifecycleOptions lo;
     lo.gracePeriod = sim.nodeMonitorGracePeriod;
     lo.monitorPeriod = sim.nodeMonitorPeriod;
@@ -236,6 +243,24 @@ class ApiServerImpl : public ApiServer {
       scheduler_->start();
     }
     return kube::Status::OK();
+  }
+
+  // Kubelets whose Pods really run; each node serves the kubelet API in its own namespace.
+  kube::Status startProcessKubelets(const SimulationOptions& sim) {
+    auto serving = issueCert(ca_, "strait-kubelet", {"system:nodes"}, {"localhost"},
+                             {"127.0.0.1"}, true);
+    if (!serving) return serving.error();
+    ProcessRuntimeOptions po;
+    po.clusterName = opts_.name;
+    po.kubeletTls.certPem = serving->certPem;
+    po.kubeletTls.keyPem = serving->keyPem;
+    po.kubeletTls.clientCaPem = ca_.certPem;
+    po.kubeletTls.requireClientCert = true;
+    auto kubelets = newProcessKubelets(*store_, *registry_, *rest_, sim, po);
+    kubeletHandler_ = newKubeletApiHandler(*kubelets, *registry_, *rest_);
+    kubelets->setKubeletApi(*kubeletHandler_);
+    kubelets_ = std::move(kubelets);
+    return kubelets_->start(po.kubeletPort);
   }
 
   void loadCustomResources() {

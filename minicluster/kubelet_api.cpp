@@ -6,6 +6,7 @@
 
 #include "kube/object.h"
 #include "minicluster/kubelet_exec.h"
+#include "minicluster/runtime_process.h"
 
 namespace strait::minicluster {
 namespace {
@@ -66,7 +67,13 @@ class KubeletApiHandler : public Handler {
         if (!c->startedAt || c->finishedAt) {
           return text(out, 400, "container " + container + " is not running");
         }
+        if (auto* procs = kubelets_.processes()) {
+          return serveProcessExec(req, out, *pod, container, *procs, registry_, rest_);
+        }
         return serveExec(req, out, *pod, container, registry_, rest_);
+      }
+      if (auto* procs = kubelets_.processes()) {
+        return serveProcessLogs(req, out, *pod, container, kubelets_, *procs);
       }
       return containerLogs(req, out, *pod, container);
     }

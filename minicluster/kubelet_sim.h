@@ -33,6 +33,8 @@
 
 namespace strait::minicluster {
 
+class ContainerProcesses;  // runtime_process.h
+
 // One container instance as the simulated runtime sees it.
 struct ContainerRuntime {
   std::string name, image;
@@ -66,6 +68,9 @@ class SimulatedKubelets {
   virtual std::vector<PodRuntime> pods() const = 0;
   // Names of the simulated nodes.
   virtual std::vector<std::string> nodeNames() const = 0;
+  // Optional capability: the real containers of a runtime whose Pods run (the process
+  // runtime), for the kubelet API's logs and exec; nullptr when Pods are simulated.
+  virtual ContainerProcesses* processes() { return nullptr; }
 };
 
 std::unique_ptr<SimulatedKubelets> newSimulatedKubelets(Store& store, Registry& registry,

@@ -29,8 +29,13 @@ struct NodePool {
   nlohmann::json taints = nlohmann::json::array();  // core/v1 Taint objects
 };
 
+// What runs a node's Pods: the simulation (nothing runs; scale tests, no root needed) or real
+// processes in network namespaces (runtime_process.h; root).
+enum class RuntimeKind { Simulated, Process };
+
 struct SimulationOptions {
   std::vector<NodePool> pools;               // empty = no simulated nodes
+  RuntimeKind runtime = RuntimeKind::Simulated;
   std::string podCidr = "10.244.0.0/16";     // split into one /24 (or smaller) per node
   int nodeCidrMaskSize = 24;
   std::chrono::milliseconds podStartLatency{500};

@@ -13,6 +13,7 @@ PACKAGES=(
   python3 python3-kubernetes python3-yaml
   curl openssl iproute2 procps
   wireguard-go wireguard-tools iperf3 iputils-ping socat
+  nftables dnsmasq-base
 )
 
 missing=()

@@ -1,0 +1,95 @@
+#pragma once
+// The process runtime (private to minicluster/): kubelets whose Pods really run. Each node
+// is a network namespace (netns.h), each Pod a namespace of its own with a veth to its
+// node's bridge, each container a process started in the Pod's namespace (and a UTS
+// namespace whose hostname is the Pod's name) with the environment a kubelet builds;
+// stdout/stderr go to a log file per container instance that the kubelet API serves;
+// exit codes drive restartPolicy and CrashLoopBackOff; deletion sends SIGTERM, waits the
+// grace period, then SIGKILL. Every node serves the kubelet API inside its own namespace,
+// on its InternalIP.
+//
+// What a container runs: its command + args; with no command, an image
+// registry.k8s.io/e2e-test-images/agnhost:* runs `strait agnhost ARGS...`, any other image
+// `strait agnhost netexec --http-port=<first containerPort, else 80>` (containerArgv()).
+//
+// One minicluster per cluster name on a machine: a lock file under /run/strait keeps a
+// second one from starting, and start() sweeps what a killed predecessor left behind.
+//
+// Thread-safe (same contract as SimulatedKubelets). Constructor does no I/O.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kube/http_server.h"
+#include "minicluster/kubelet_sim.h"
+#include "minicluster/netns.h"
+
+namespace strait::minicluster {
+
+struct ProcessRuntimeOptions {
+  std::string clusterName = "minicluster";
+  std::string straitBinary;     // what containers without a command run; "" = /proc/self/exe
+  kube::TlsConfig kubeletTls;   // serving certificate of every node's kubelet API
+  uint16_t kubeletPort = 10250;
+};
+
+// Where one container of a Pod runs and writes, for the kubelet API.
+struct ContainerSandbox {
+  std::string netnsPath;        // the Pod's network namespace (its node's for hostNetwork)
+  std::string hostname;         // the Pod's hostname; "" for hostNetwork (the node's)
+  std::string workingDir;       // container workingDir; "" = "/"
+  std::string logPath;          // current instance's log; "" before it first starts
+  std::string previousLogPath;  // the instance before the last restart; "" if none
+};
+
+// The optional capability of a runtime whose containers really run: the kubelet API asks
+// it where a container lives instead of serving synthetic logs and built-in exec commands.
+class ContainerProcesses {
+ public:
+  virtual ~ContainerProcesses() = default;
+  // The sandbox of `container` (regular or init) of pod ns/name, or nullopt. Any thread.
+  virtual std::optional<ContainerSandbox> sandbox(const std::string& ns, const std::string& name,
+                                                  const std::string& container) const = 0;
+};
+
+class ProcessKubelets : public SimulatedKubelets, public ContainerProcesses {
+ public:
+  // The handler every node's kubelet API serves. Call once, before start(); it must
+  // outlive stop().
+  virtual void setKubeletApi(kube::Handler& handler) = 0;
+};
+
+// `store`, `registry` and `rest` must outlive the result. start(port) ignores `port` (each
+// node listens on opts.kubeletPort in its own namespace) and fails, having created nothing
+// that outlives the call, when the lock is held, the network cannot be built or a Node
+// cannot be written. stop() kills every container, removes the network and the logs.
+std::unique_ptr<ProcessKubelets> newProcessKubelets(Store& store, Registry& registry, Rest& rest,
+                                                    SimulationOptions sim,
+                                                    ProcessRuntimeOptions opts);
+
+// `strait minicluster --cleanup NAME`: removes what a killed process-runtime minicluster
+// named `clusterName` left (processes, namespaces, links, logs). Error (Conflict) while a
+// minicluster of that name runs.
+kube::Result<SweepReport> cleanupProcessRuntime(const std::string& clusterName);
+
+// The argv a container runs (see the top of this file). `container` is a core/v1 Container.
+std::vector<std::string> containerArgv(const nlohmann::json& container,
+                                       const std::string& straitBinary);
+
+// Kubelet API for process-runtime Pods (runtime_process_api.cpp).
+// GET /containerLogs: the container's log file; follow, previous, tailLines, limitBytes.
+void serveProcessLogs(const kube::HttpRequest& req, kube::Responder& out, const PodRuntime& pod,
+                      const std::string& container, SimulatedKubelets& kubelets,
+                      const ContainerProcesses& processes);
+// /exec over WebSocket (v5/v4.channel.k8s.io): runs the command in the Pod's namespaces with
+// the container's environment, streaming stdin/stdout/stderr (a pseudo-terminal with tty).
+void serveProcessExec(const kube::HttpRequest& req, kube::Responder& out, const PodRuntime& pod,
+                      const std::string& container, const ContainerProcesses& processes,
+                      Registry& registry, Rest& rest);
+
+}  // namespace strait::minicluster

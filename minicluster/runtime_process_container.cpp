@@ -1,0 +1,150 @@
+// Starting container and exec processes inside a Pod's namespaces, and what a container runs.
+// Between fork() and exec() the child calls only async-signal-safe functions: everything it
+// needs (argv, envp, descriptors) is prepared before the fork.
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "minicluster/runtime_process.h"
+#include "minicluster/runtime_process_launch.h"
+
+namespace strait::minicluster {
+namespace {
+
+using kube::Code;
+using kube::makeError;
+using nlohmann::json;
+
+void writeAll(int fd, const char* a, const char* b = "", const char* c = "") {
+  for (const char* s : {a, b, c}) (void)!::write(fd, s, std::strlen(s));
+}
+
+// True for registry.k8s.io/e2e-test-images/agnhost:TAG (and its mirrors: any registry,
+// any path ending in /agnhost).
+bool isAgnhost(const std::string& image) {
+  std::string repo = image.substr(0, image.find('@'));
+  auto slash = repo.rfind('/');
+  auto colon = repo.find(':', slash == std::string::npos ? 0 : slash);
+  if (colon != std::string::npos) repo = repo.substr(0, colon);
+  std::string last = slash == std::string::npos ? repo : repo.substr(slash + 1);
+  return last == "agnhost";
+}
+
+std::vector<std::string> strings(const json& c, const char* field) {
+  std::vector<std::string> out;
+  if (c.contains(field) && c[field].is_array()) {
+    for (const auto& s : c[field]) {
+      if (s.is_string()) out.push_back(s.get<std::string>());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int exitCodeOf(int waitStatus) {
+  if (WIFEXITED(waitStatus)) return WEXITSTATUS(waitStatus);
+  if (WIFSIGNALED(waitStatus)) return 128 + WTERMSIG(waitStatus);
+  return -1;
+}
+
+std::vector<std::string> containerArgv(const json& container, const std::string& straitBinary) {
+  std::vector<std::string> command = strings(container, "command");
+  std::vector<std::string> args = strings(container, "args");
+  if (!command.empty()) {
+    command.insert(command.end(), args.begin(), args.end());
+    return command;
+  }
+  std::vector<std::string> argv = {straitBinary, "agnhost"};
+  if (isAgnhost(container.value("image", ""))) {
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+  int port = 80;
+  if (container.contains("ports") && container["ports"].is_array() &&
+      !container["ports"].empty() && container["ports"][0].is_object()) {
+    port = container["ports"][0].value("containerPort", 80);
+  }
+  argv.push_back("netexec");
+  argv.push_back("--http-port=" + std::to_string(port));
+  return argv;
+}
+
+kube::Result<pid_t> launchInSandbox(const LaunchSpec& spec) {
+  if (spec.argv.empty()) return makeError(Code::Invalid, "empty command");
+  int netfd = -1;
+  if (!spec.netnsPath.empty()) {
+    netfd = ::open(spec.netnsPath.c_str(), O_RDONLY | O_CLOEXEC);
+    if (netfd < 0) {
+      return makeError(Code::Unavailable, "cannot open network namespace " + spec.netnsPath +
+                                              ": " + std::strerror(errno));
+    }
+  }
+  std::vector<char*> argv;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<std::string> envStrings;
+  for (const auto& [k, v] : spec.env) envStrings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : envStrings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const char* wd = spec.workingDir.empty() ? "/" : spec.workingDir.c_str();
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int e = errno;
+    if (netfd >= 0) ::close(netfd);
+    return makeError(Code::Unavailable, std::string("fork: ") + std::strerror(e));
+  }
+  if (pid == 0) {
+    ::setsid();
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    int in = spec.stdinFd, out = spec.stdoutFd, err = spec.stderrFd;
+    if (!spec.ttyPath.empty()) {
+      int tty = ::open(spec.ttyPath.c_str(), O_RDWR);
+      if (tty >= 0) {
+        ::ioctl(tty, TIOCSCTTY, 0);
+        in = out = err = tty;
+      }
+    }
+    int devnull = ::open("/dev/null", O_RDWR);
+    ::dup2(in >= 0 ? in : devnull, 0);
+    ::dup2(out >= 0 ? out : devnull, 1);
+    ::dup2(err >= 0 ? err : devnull, 2);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int s : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGCHLD}) ::signal(s, SIG_DFL);
+    if (netfd >= 0 && ::setns(netfd, CLONE_NEWNET) != 0) {
+      writeAll(2, "cannot enter the pod's network namespace: ", std::strerror(errno), "\n");
+      ::_exit(127);
+    }
+    if (!spec.hostname.empty()) {
+      if (::unshare(CLONE_NEWUTS) != 0 ||
+          ::sethostname(spec.hostname.c_str(), spec.hostname.size()) != 0) {
+        writeAll(2, "cannot set the pod's hostname: ", std::strerror(errno), "\n");
+        ::_exit(127);
+      }
+    }
+    if (::chdir(wd) != 0) {
+      writeAll(2, "cannot enter workingDir ", wd, "\n");
+      ::_exit(127);
+    }
+    ::execvpe(argv[0], argv.data(), envp.data());
+    writeAll(2, "exec ", argv[0], ": ");
+    writeAll(2, std::strerror(errno), "\n");
+    ::_exit(127);
+  }
+  if (netfd >= 0) ::close(netfd);
+  return pid;
+}
+
+}  // namespace strait::minicluster

@@ -1,0 +1,38 @@
+#pragma once
+// Starting a process inside a Pod's sandbox (private to minicluster/): the process runtime's
+// containers and the kubelet API's exec sessions both enter the Pod this way.
+
+#include <sys/types.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kube/status.h"
+
+namespace strait::minicluster {
+
+struct LaunchSpec {
+  std::vector<std::string> argv;                          // argv[0] searched in PATH
+  std::vector<std::pair<std::string, std::string>> env;  // the whole environment
+  std::string netnsPath;   // network namespace to join; "" = stay
+  std::string hostname;    // a new UTS namespace with this hostname; "" = keep
+  std::string workingDir;  // "" = "/"
+  // stdin, stdout, stderr of the child (descriptors of the caller; -1 = /dev/null). The
+  // child gets copies; the caller keeps and closes its own.
+  int stdinFd = -1, stdoutFd = -1, stderrFd = -1;
+  // Open this terminal as stdin/stdout/stderr and controlling terminal (exec -t); overrides
+  // the three descriptors.
+  std::string ttyPath;
+};
+
+// Forks and execs `spec` in a new session (so the whole process group can be signalled
+// with kill(-pid, ...)); the child dies with the calling thread (PR_SET_PDEATHSIG). When
+// exec fails the child writes why to its stderr and exits 127. Returns the child's pid, or
+// an error when the namespace cannot be opened or fork fails. Never blocks on the child.
+kube::Result<pid_t> launchInSandbox(const LaunchSpec& spec);
+
+// The exit code of a wait status: the exit status, or 128 + signal.
+int exitCodeOf(int waitStatus);
+
+}  // namespace strait::minicluster

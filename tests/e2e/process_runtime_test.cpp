@@ -1,0 +1,404 @@
+// The process runtime end to end, as root: `strait minicluster --runtime process` runs Pods as
+// real processes in network namespaces. An agnhost Deployment spread over three nodes answers
+// curl from another Pod across nodes; logs, exec, restarts and graceful deletion work; two
+// clusters with the same pod CIDR run side by side; stopping, and kill -9 followed by a
+// restart or `--cleanup`, leave no namespace, link or process behind.
+//
+// Skipped (with the reason) when not root, when `ip netns` is unusable or curl is missing.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <dirent.h>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "e2e/cluster_fixture.h"
+
+namespace strait::e2e {
+namespace {
+
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+const char* kAgnhost = "registry.k8s.io/e2e-test-images/agnhost:2.52";
+
+std::string whyNotRunnable() {
+  if (::geteuid() != 0) return "the process runtime needs root";
+  if (runCommand({"ip", "netns", "list"}).exitCode != 0) return "`ip netns` is not usable here";
+  if (::access("/usr/bin/curl", X_OK) != 0) return "curl is not installed (scripts/install-deps.sh)";
+  if (straitBinary().empty()) return "no strait binary";
+  return {};
+}
+
+// What a cluster leaves on the machine: its namespaces (their names carry "-<cluster>-"),
+// the host links of process-runtime clusters ("st" + 6 hex + "h") and the processes living
+// in a network namespace other than this test's.
+struct Footprint {
+  int namespaces = 0, links = 0, processes = 0;
+  bool operator==(const Footprint& o) const {
+    return namespaces == o.namespaces && links == o.links && processes == o.processes;
+  }
+};
+std::ostream& operator<<(std::ostream& os, const Footprint& f) {
+  return os << "{namespaces " << f.namespaces << ", links " << f.links << ", processes "
+            << f.processes << "}";
+}
+
+Footprint footprint(const std::vector<std::string>& clusters) {
+  Footprint f;
+  for (const auto& line : [] {
+         std::vector<std::string> out;
+         std::stringstream ss(runCommand({"ip", "netns", "list"}).out);
+         for (std::string l; std::getline(ss, l);) out.push_back(l);
+         return out;
+       }()) {
+    for (const auto& c : clusters) {
+      if (line.find("-" + c + "-") != std::string::npos) ++f.namespaces;
+    }
+  }
+  std::regex hostLink(R"(^\d+: st[0-9a-f]{6}h[@:])");
+  std::stringstream links(runCommand({"ip", "-o", "link", "show"}).out);
+  for (std::string l; std::getline(links, l);) {
+    if (std::regex_search(l, hostLink)) ++f.links;
+  }
+  struct stat self {};
+  ::stat("/proc/self/ns/net", &self);
+  DIR* d = ::opendir("/proc");
+  while (dirent* e = d ? ::readdir(d) : nullptr) {
+    if (!std::isdigit(static_cast<unsigned char>(e->d_name[0]))) continue;
+    struct stat st {};
+    std::string p = std::string("/proc/") + e->d_name + "/ns/net";
+    if (::stat(p.c_str(), &st) == 0 && st.st_ino != self.st_ino) ++f.processes;
+  }
+  if (d) ::closedir(d);
+  return f;
+}
+
+class ProcessRuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string why = whyNotRunnable(); !why.empty()) GTEST_SKIP() << why;
+    home_ = std::make_unique<TempDir>("strait-procrt-home");
+  }
+
+  // Starts a process-runtime cluster named `name` with `nodes` nodes.
+  void startCluster(Minicluster& c, const std::string& name, int nodes) {
+    std::string err = c.start(name, 90s, {"--runtime", "process", "--nodes", std::to_string(nodes),
+                                          "--node-monitor-grace-period", "40s"});
+    ASSERT_EQ(err, "") << err;
+  }
+
+  CommandResult kubectl(const Minicluster& c, const std::vector<std::string>& args,
+                        const std::string& in = {}) {
+    return kubectl(c.kubeconfig(), args, in);
+  }
+  CommandResult must(const Minicluster& c, const std::vector<std::string>& args,
+                     const std::string& in = {}) {
+    return must(c.kubeconfig(), args, in);
+  }
+  CommandResult kubectl(const std::string& kubeconfig, const std::vector<std::string>& args,
+                        const std::string& in = {}) {
+    std::vector<std::string> argv = {"/usr/bin/kubectl"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runCommand(argv,
+                      {{"KUBECONFIG", kubeconfig},
+                       {"KUBECACHEDIR", home_->file("cache-" + std::to_string(++calls_))},
+                       {"HOME", home_->path()}},
+                      60s, in);
+  }
+  CommandResult must(const std::string& kubeconfig, const std::vector<std::string>& args,
+                     const std::string& in = {}) {
+    CommandResult r = kubectl(kubeconfig, args, in);
+    std::string cmd;
+    for (const auto& a : args) cmd += " " + a;
+    EXPECT_EQ(r.exitCode, 0) << "kubectl" << cmd << "\n" << r.describe();
+    return r;
+  }
+  json pods(const Minicluster& c, const std::string& selector) {
+    std::vector<std::string> args = {"get", "pods", "-o", "json"};
+    if (!selector.empty()) args.insert(args.end(), {"-l", selector});
+    json list = json::parse(kubectl(c, args).out, nullptr, false);
+    return list.is_object() ? list.value("items", json::array()) : json::array();
+  }
+  static bool ready(const json& pod) {
+    if (pod["status"].value("phase", "") != "Running" || pod["status"].value("podIP", "").empty()) {
+      return false;
+    }
+    for (const auto& cond : pod["status"].value("conditions", json::array())) {
+      if (cond.value("type", "") == "Ready") return cond.value("status", "") == "True";
+    }
+    return false;
+  }
+  // Waits until `n` pods of `selector` are Running and Ready; returns them.
+  json waitReady(const Minicluster& c, const std::string& selector, size_t n) {
+    json items;
+    bool ok = waitFor(
+        [&] {
+          items = pods(c, selector);
+          size_t k = 0;
+          for (const auto& p : items) k += ready(p) ? 1 : 0;
+          return k == n && items.size() == n;
+        },
+        90s, 250ms);
+    EXPECT_TRUE(ok) << kubectl(c, {"get", "pods", "-o", "wide"}).out << "\n" << c.serverLog();
+    return items;
+  }
+
+  static std::string agnhostPod(const std::string& name, const std::string& node) {
+    json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", name}, {"labels", {{"app", name}}}}},
+                {"spec",
+                 {{"containers", json::array({{{"name", "agnhost"},
+                                               {"image", kAgnhost},
+                                               {"args", {"netexec", "--http-port=8080"}}}})}}}};
+    if (!node.empty()) pod["spec"]["nodeName"] = node;
+    return pod.dump();
+  }
+  static std::string clientPod(const std::string& node) {
+    json pod = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata", {{"name", "client"}, {"labels", {{"app", "client"}}}}},
+        {"spec",
+         {{"terminationGracePeriodSeconds", 1},
+          {"containers",
+           json::array({{{"name", "shell"},
+                         {"image", "debian:12"},
+                         {"command", {"sleep", "infinity"}},
+                         {"env", json::array({{{"name", "GREETING"}, {"value", "hello"}},
+                                              {{"name", "MY_POD_IP"},
+                                               {"valueFrom",
+                                                {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}},
+                                              {{"name", "MY_NAME"},
+                                               {"valueFrom",
+                                                {{"fieldRef",
+                                                  {{"fieldPath", "metadata.name"}}}}}}})}}})}}}};
+    if (!node.empty()) pod["spec"]["nodeName"] = node;
+    return pod.dump();
+  }
+
+  std::unique_ptr<TempDir> home_;
+  int calls_ = 0;
+};
+
+TEST_F(ProcessRuntimeTest, DeploymentAcrossThreeNodesAnswersCurlFromAnotherPod) {
+  Minicluster c;
+  ASSERT_NO_FATAL_FAILURE(startCluster(c, "procrt-a", 3));
+  json deploy = {
+      {"apiVersion", "apps/v1"},
+      {"kind", "Deployment"},
+      {"metadata", {{"name", "web"}}},
+      {"spec",
+       {{"replicas", 3},
+        {"selector", {{"matchLabels", {{"app", "web"}}}}},
+        {"template",
+         {{"metadata", {{"labels", {{"app", "web"}}}}},
+          {"spec",
+           {{"topologySpreadConstraints",
+             json::array({{{"maxSkew", 1},
+                           {"topologyKey", "kubernetes.io/hostname"},
+                           {"whenUnsatisfiable", "DoNotSchedule"},
+                           {"labelSelector", {{"matchLabels", {{"app", "web"}}}}}}})},
+            {"containers", json::array({{{"name", "agnhost"},
+                                         {"image", kAgnhost},
+                                         {"args", {"netexec", "--http-port=8080"}},
+                                         {"ports", json::array({{{"containerPort", 8080}}})}}})}}}}}}}};
+  must(c, {"apply", "-f", "-"}, deploy.dump());
+  must(c, {"apply", "-f", "-"}, clientPod("node-0"));
+  json web = waitReady(c, "app=web", 3);
+  json client = waitReady(c, "app=client", 1);
+  ASSERT_EQ(web.size(), 3u);
+  ASSERT_EQ(client.size(), 1u);
+  std::string clientIP = client[0]["status"]["podIP"];
+
+  std::set<std::string> nodes, ips;
+  for (const auto& p : web) {
+    nodes.insert(p["spec"].value("nodeName", ""));
+    ips.insert(p["status"].value("podIP", ""));
+  }
+  EXPECT_EQ(nodes, (std::set<std::string>{"node-0", "node-1", "node-2"}));
+  EXPECT_EQ(ips.size(), 3u);
+
+  // Every replica answers from the client Pod, across nodes (host-gw routes).
+  for (const auto& p : web) {
+    std::string ip = p["status"]["podIP"];
+    std::string name = p["metadata"]["name"];
+    CommandResult r = must(c, {"exec", "client", "--", "curl", "-s", "--max-time", "5",
+                               "http://" + ip + ":8080/hostname"});
+    EXPECT_EQ(r.out, name) << "replica on " << p["spec"].value("nodeName", "") << " at " << ip;
+    r = must(c, {"exec", "client", "--", "curl", "-s", "--max-time", "5",
+                 "http://" + ip + ":8080/echo?msg=across"});
+    EXPECT_EQ(r.out, "across");
+    r = must(c, {"exec", "client", "--", "curl", "-s", "--max-time", "5",
+                 "http://" + ip + ":8080/clientip"});
+    EXPECT_EQ(r.out.substr(0, r.out.find(':')), clientIP);
+  }
+
+  // Logs are what the container wrote; exec runs in the Pod's namespaces and environment.
+  std::string webPod = web[0]["metadata"]["name"];
+  EXPECT_THAT(must(c, {"logs", webPod}).out, HasSubstr("Started HTTP server on port 8080"));
+  EXPECT_EQ(must(c, {"exec", webPod, "--", "hostname"}).out, webPod + "\n");
+  EXPECT_EQ(must(c, {"exec", "client", "--", "printenv", "MY_POD_IP"}).out, clientIP + "\n");
+  EXPECT_EQ(must(c, {"exec", "client", "--", "printenv", "MY_NAME"}).out, "client\n");
+  EXPECT_EQ(must(c, {"exec", "client", "--", "printenv", "GREETING"}).out, "hello\n");
+  EXPECT_THAT(must(c, {"exec", "client", "--", "cat", "/proc/net/fib_trie"}).out,
+              HasSubstr(clientIP));
+  EXPECT_EQ(must(c, {"exec", "-i", "client", "--", "cat"}, "piped through stdin").out,
+            "piped through stdin");
+  CommandResult failing = kubectl(c, {"exec", "client", "--", "sh", "-c", "exit 3"});
+  EXPECT_EQ(failing.exitCode, 3) << failing.describe();
+
+  // A replica's process ends on deletion (SIGTERM), long before the 30 s grace period.
+  auto start = std::chrono::steady_clock::now();
+  must(c, {"delete", "pod", webPod, "--wait=true"});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 15s);
+  // The Deployment replaces it with one that answers too.
+  web = waitReady(c, "app=web", 3);
+  for (const auto& p : web) {
+    if (p["metadata"]["name"] == webPod) continue;
+    std::string ip = p["status"]["podIP"];
+    EXPECT_EQ(must(c, {"exec", "client", "--", "curl", "-s", "--max-time", "5",
+                       "http://" + ip + ":8080/hostname"})
+                  .out,
+              std::string(p["metadata"]["name"]));
+  }
+}
+
+TEST_F(ProcessRuntimeTest, ExitCodesDriveRestartsAndCrashLoopBackOff) {
+  Minicluster c;
+  ASSERT_NO_FATAL_FAILURE(startCluster(c, "procrt-r", 1));
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", "crash"}, {"annotations", {{"strait.io/restart-backoff", "1s"}}}}},
+              {"spec",
+               {{"containers", json::array({{{"name", "c"},
+                                             {"image", "debian:12"},
+                                             {"command", {"sh", "-c", "echo run $$; exit 7"}}}})}}}};
+  must(c, {"apply", "-f", "-"}, pod.dump());
+  json cs;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json p = json::parse(kubectl(c, {"get", "pod", "crash", "-o", "json"}).out, nullptr, false);
+        if (!p.is_object()) return false;
+        cs = p["status"].value("containerStatuses", json::array());
+        return !cs.empty() && cs[0].value("restartCount", 0) >= 2;
+      },
+      60s, 200ms))
+      << cs.dump();
+  EXPECT_EQ(cs[0]["lastState"]["terminated"].value("exitCode", -1), 7) << cs.dump();
+  EXPECT_THAT(must(c, {"logs", "crash", "--previous"}).out, HasSubstr("run "));
+  json never = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", "once"}}},
+                {"spec",
+                 {{"restartPolicy", "Never"},
+                  {"containers", json::array({{{"name", "c"},
+                                               {"image", "debian:12"},
+                                               {"command", {"sh", "-c", "echo done; exit 4"}}}})}}}};
+  must(c, {"apply", "-f", "-"}, never.dump());
+  ASSERT_TRUE(waitFor(
+      [&] {
+        return kubectl(c, {"get", "pod", "once", "-o", "jsonpath={.status.phase}"}).out == "Failed";
+      },
+      30s, 200ms));
+  EXPECT_EQ(must(c, {"get", "pod", "once", "-o",
+                     "jsonpath={.status.containerStatuses[0].state.terminated.exitCode}"})
+                .out,
+            "4");
+  EXPECT_EQ(must(c, {"logs", "once"}).out, "done\n");
+}
+
+TEST_F(ProcessRuntimeTest, TwoClustersWithTheSamePodCidrRunSideBySide) {
+  Minicluster a, b;
+  ASSERT_NO_FATAL_FAILURE(startCluster(a, "procrt-x", 1));
+  ASSERT_NO_FATAL_FAILURE(startCluster(b, "procrt-y", 1));
+  for (Minicluster* c : {&a, &b}) {
+    must(*c, {"apply", "-f", "-"}, agnhostPod(c == &a ? "web-x" : "web-y", "node-0"));
+    must(*c, {"apply", "-f", "-"}, clientPod("node-0"));
+  }
+  json wa = waitReady(a, "app=web-x", 1), wb = waitReady(b, "app=web-y", 1);
+  waitReady(a, "app=client", 1);
+  waitReady(b, "app=client", 1);
+  ASSERT_EQ(wa.size(), 1u);
+  ASSERT_EQ(wb.size(), 1u);
+  std::string ipA = wa[0]["status"]["podIP"], ipB = wb[0]["status"]["podIP"];
+  EXPECT_EQ(ipA, ipB) << "both clusters allocate from 10.244.0.0/16 the same way";
+  EXPECT_EQ(must(a, {"exec", "client", "--", "curl", "-s", "--max-time", "5",
+                     "http://" + ipA + ":8080/hostname"})
+                .out,
+            "web-x");
+  EXPECT_EQ(must(b, {"exec", "client", "--", "curl", "-s", "--max-time", "5",
+                     "http://" + ipB + ":8080/hostname"})
+                .out,
+            "web-y");
+}
+
+TEST_F(ProcessRuntimeTest, StopAndKillLeaveNothingBehind) {
+  const std::vector<std::string> names = {"procrt-z"};
+  Footprint before = footprint(names);
+  Minicluster c;
+  ASSERT_NO_FATAL_FAILURE(startCluster(c, "procrt-z", 2));
+  must(c, {"apply", "-f", "-"}, agnhostPod("web", ""));
+  waitReady(c, "app=web", 1);
+  Footprint running = footprint(names);
+  EXPECT_EQ(running.namespaces, before.namespaces + 4) << "underlay, 2 nodes, 1 pod";
+  EXPECT_EQ(running.links, before.links + 1);
+  EXPECT_GE(running.processes, before.processes + 1);
+
+  // SIGTERM: everything goes.
+  c.stop();
+  EXPECT_EQ(c.exitCode(), 0) << c.serverLog();
+  EXPECT_EQ(footprint(names), before);
+
+  // kill -9, then a restart over the same data dir sweeps the leftovers and runs the pod
+  // again; its clean stop leaves nothing.
+  ASSERT_EQ(c.restart(false, 90s), "");
+  waitReady(c, "app=web", 1);
+  ASSERT_EQ(c.restart(true, 90s), "");
+  json again = waitReady(c, "app=web", 1);
+  EXPECT_EQ(footprint(names).namespaces, before.namespaces + 4) << "no duplicate left";
+  ASSERT_EQ(again.size(), 1u);
+  c.stop();
+  EXPECT_EQ(footprint(names), before);
+
+  // kill -9, then `strait minicluster --cleanup NAME` (refused while the cluster runs).
+  TempDir dir("strait-procrt-kill");
+  BackgroundProcess server;
+  std::string error;
+  ASSERT_TRUE(server.start({straitBinary(), "minicluster", "--name", "procrt-z", "--listen",
+                            "127.0.0.1:0", "--kubeconfig-out", dir.file("kubeconfig"),
+                            "--runtime", "process", "--nodes", "1"},
+                           {}, dir.file("out"), dir.file("err"), &error))
+      << error;
+  ASSERT_TRUE(waitFor([&] { return std::filesystem::exists(dir.file("kubeconfig")); }, 60s))
+      << server.stderrText();
+  must(dir.file("kubeconfig"), {"apply", "-f", "-"}, agnhostPod("web", ""));
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json p = json::parse(kubectl(dir.file("kubeconfig"), {"get", "pod", "web", "-o", "json"}).out,
+                             nullptr, false);
+        return p.is_object() && ready(p);
+      },
+      60s, 200ms))
+      << server.stderrText();
+  CommandResult busy = runCommand({straitBinary(), "minicluster", "--cleanup", "procrt-z"});
+  EXPECT_EQ(busy.exitCode, 1) << busy.describe();
+  EXPECT_EQ(footprint(names).namespaces, before.namespaces + 3) << "underlay, node, pod";
+  ::kill(server.pid(), SIGKILL);
+  ASSERT_TRUE(waitFor([&] { return !server.running(); }, 10s));
+  EXPECT_GT(footprint(names).namespaces, before.namespaces) << "a killed cluster leaves them";
+  CommandResult cleanup = runCommand({straitBinary(), "minicluster", "--cleanup", "procrt-z"});
+  EXPECT_EQ(cleanup.exitCode, 0) << cleanup.describe();
+  EXPECT_EQ(footprint(names), before);
+}
+
+}  // namespace
+}  // namespace strait::e2e
