@@ -6,6 +6,7 @@
 #include <atomic>
 #include <thread>
 
+#include "cmd/agent_leader.h"
 #include "cmd/agent_vnode.h"
 #include "cmd/cli_util.h"
 #include "cmd/commands.h"
@@ -40,6 +41,7 @@ struct AgentFlags {
   double kubeQps = 1000;
   int kubeBurst = 2000;
   int streamWorkers = 16;  // provider side: requests of one consumer's stream served at once
+  std::string leaderLease = "15s";  // one active agent per cluster (agent_leader.h)
 };
 
 int runAgent(const AgentFlags& f) {
@@ -130,11 +132,26 @@ int runAgent(const AgentFlags& f) {
     return 2;
   }
   (*agent)->setKubeletHandler(remoteKubelet->get());
+  auto leaseDuration = parseDuration(f.leaderLease);
+  kube::Result<std::unique_ptr<kube::Client>> leaseClient = clientFor(f.kubeconfig);
+  if (!leaseClient.ok()) {
+    spdlog::error("event=start_failed error=\"{}\"", leaseClient.error().message);
+    return 1;
+  }
+  kube::Result<std::unique_ptr<AgentLeadership>> leadership = AgentLeadership::create(
+      std::move(*leaseClient), leaseDuration ? *leaseDuration : std::chrono::milliseconds(0),
+      f.listen);
+  if (!leadership.ok()) {
+    spdlog::error("event=bad_flag error=\"{}\"", leadership.error().message);
+    return 2;
+  }
   struct sigaction sa {};
   sa.sa_handler = onSignal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // Only the Lease holder acts; a standby starts nothing until it leads.
+  if (!(*leadership)->waitUntilLeading(g_stop)) return 0;
   if (kube::Status s = (*agent)->start(); !s.ok()) {
     spdlog::error("event=start_failed error=\"{}\"", s.error().message);
     return 1;
@@ -144,11 +161,18 @@ int runAgent(const AgentFlags& f) {
     (*agent)->stop();
     return 1;
   }
-  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  while (!g_stop && !(*leadership)->lost()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const bool leadershipLost = (*leadership)->lost();
+  if (leadershipLost) {
+    spdlog::error("event=leadership_lost msg=\"another agent may lead now; exiting\"");
+  }
   spdlog::info("event=stopping");
   (*agent)->stop();  // first: no more peering callbacks
   (*vnodes)->stop();
-  return 0;
+  (*leadership)->stop();  // last: a standby takes over once this one acts no more
+  return leadershipLost ? 1 : 0;
 }
 
 }  // namespace
@@ -205,6 +229,10 @@ void addAgentCommand(CLI::App& app) {
   sub->add_option("--log-level", flags->logLevel, kLogLevelHelp)
       ->capture_default_str()
       ->check(logLevelValidator());
+  sub->add_option("--leader-lease-duration", flags->leaderLease,
+                  "lease of the active agent: a standby agent of the same cluster takes over "
+                  "this long after the active one died")
+      ->capture_default_str();
   addVnodeFlags(sub, flags->vnode);
   sub->callback([flags] { setExitCode(runAgent(*flags)); });
 }

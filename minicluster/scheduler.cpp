@@ -117,6 +117,7 @@ class SchedulerImpl : public Scheduler {
     queue_.clear();
     queued_.clear();
     unschedulable_.clear();
+    unschedulableSpec_.clear();
     if (!loop_.stopping()) run();
   }
 
@@ -188,7 +189,19 @@ class SchedulerImpl : public Scheduler {
       return;
     }
     if (fieldOf(*o, "spec.schedulerName") != kSchedulerName || terminal) return;
-    if (queued_.count(o->key) || unschedulable_.count(o->key)) return;
+    if (unschedulable_.count(o->key)) {
+      // As upstream: an update of the Pod's spec (a toleration added, say) may make it
+      // schedulable, so it leaves the unschedulable set; status writes do not.
+      auto spec = unschedulableSpec_.find(o->key);
+      json obj = json::parse(o->json, nullptr, false);
+      if (!live || obj.is_discarded() || spec == unschedulableSpec_.end() ||
+          spec->second == obj.value("spec", json()).dump()) {
+        return;
+      }
+      unschedulable_.erase(o->key);
+      unschedulableSpec_.erase(spec);
+    }
+    if (queued_.count(o->key)) return;
     if (o->json.find("\"deletionTimestamp\"") != std::string::npos) return;
     queued_.insert(o->key);
     queue_.push_back(o->key);
@@ -197,6 +210,7 @@ class SchedulerImpl : public Scheduler {
   void forgetPod(const std::string& key) {
     dequeue(key);
     unschedulable_.erase(key);
+    unschedulableSpec_.erase(key);
     auto it = assigned_.find(key);
     if (it == assigned_.end()) return;
     auto n = nodes_.find(it->second.node);
@@ -212,6 +226,7 @@ class SchedulerImpl : public Scheduler {
       if (queued_.insert(key).second) queue_.push_back(key);
     }
     unschedulable_.clear();
+    unschedulableSpec_.clear();
   }
 
   void scheduleOne() {
@@ -289,6 +304,7 @@ class SchedulerImpl : public Scheduler {
 
   void markUnschedulable(const std::string& key, const json& pod, const std::string& message) {
     unschedulable_.insert(key);
+    unschedulableSpec_[key] = pod.value("spec", json()).dump();
     std::string ns = kube::getNamespace(pod), name = kube::getName(pod);
     bool changed = false;
     auto r = rest_.mutate(*pods_, ns, name, "status", [&](json& p) -> kube::Status {
@@ -337,6 +353,7 @@ class SchedulerImpl : public Scheduler {
   std::deque<std::string> queue_;
   std::set<std::string> queued_;
   std::set<std::string> unschedulable_;
+  std::map<std::string, std::string> unschedulableSpec_;  // spec when found unschedulable
   std::mt19937 rng_{std::random_device{}()};
 };
 

@@ -110,9 +110,34 @@ kube::Status Agent::publishEndpoint() {
   kube::Result<json> cur =
       client_->get(kube::resources::kConfigMaps, kSys, std::string(kAgentConfigMap));
   if (!cur.ok()) return cur.error();
+  if (cur->value("data", json::object()) == cm["data"]) return kube::Status::OK();
   cm["metadata"]["resourceVersion"] = (*cur)["metadata"]["resourceVersion"];
   kube::Result<json> u = client_->update(kube::resources::kConfigMaps, kSys, cm);
   return u.ok() ? kube::Status::OK() : kube::Status(u.error());
+}
+
+void Agent::reconcileOwned() {
+  // Another writer (an operator, a second agent started by mistake) may have changed or
+  // deleted what this agent publishes: put it back.
+  const json desiredCrd = foreignClusterCrd();
+  const std::string crdName = desiredCrd["metadata"]["name"].get<std::string>();
+  kube::Result<json> crd = client_->get(kCrds, "", crdName);
+  if (!crd.ok() && crd.code() == Code::NotFound) {
+    spdlog::warn("event=owned_object_restored kind=CustomResourceDefinition name={}", crdName);
+    (void)client_->create(kCrds, "", desiredCrd);
+  }
+  kube::Result<json> cm =
+      client_->get(kube::resources::kConfigMaps, kSys, std::string(kAgentConfigMap));
+  if (cm.ok() && cm->value("data", json::object()).value("endpoint", "") == endpoint_ &&
+      cm->value("data", json::object()).value("clusterID", "") == identity_.clusterId &&
+      cm->value("data", json::object()).value("linkEndpoint", "") == linkEndpoint_) {
+    return;
+  }
+  if (!cm.ok() && cm.code() != Code::NotFound) return;
+  if (kube::Status s = publishEndpoint(); s.ok()) {
+    spdlog::warn("event=owned_object_restored kind=ConfigMap name={}/{} endpoint={}", kSys,
+                 kAgentConfigMap, endpoint_);
+  }
 }
 
 kube::Status Agent::startPull(const kube::KeyPair& chain) {
@@ -208,6 +233,7 @@ kube::Status Agent::start() {
   };
   consumer_ = std::make_unique<ConsumerController>(identity_, *client_, cc);
   thread_ = std::thread([this] { loop(); });
+  providerThread_ = std::thread([this] { providerLoop(); });
   spdlog::info("event=agent_started cluster_id={} name={} listen={} port={} endpoint={} "
                "link_endpoint={}",
                identity_.clusterId, identity_.clusterName, config_.listen, server_->port(),
@@ -228,8 +254,6 @@ void Agent::loop() {
     // Objects read from the API server are checked, but a field of an unexpected JSON type
     // must not end the agent: log and carry on with the next pass.
     try {
-      provider_->tick(now);
-      dialers_->tick(now);
       consumer_->tick(now);
     } catch (const std::exception& e) {
       spdlog::error("event=loop_exception error=\"{}\"", e.what());
@@ -240,6 +264,28 @@ void Agent::loop() {
   }
 }
 
+void Agent::providerLoop() {
+  // Apart from the consumer loop: calls to a provider that does not answer (up to a call
+  // timeout each) must not delay noticing a silent consumer.
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    lock.unlock();
+    auto now = std::chrono::system_clock::now();
+    try {
+      provider_->tick(now);
+      dialers_->tick(now);
+      if (now - lastOwnedResync_ >= config_.ownedResyncInterval) {
+        lastOwnedResync_ = now;
+        reconcileOwned();
+      }
+    } catch (const std::exception& e) {
+      spdlog::error("event=loop_exception error=\"{}\"", e.what());
+    }
+    lock.lock();
+    cv_.wait_for(lock, config_.loopInterval, [this] { return stopping_; });
+  }
+}
+
 void Agent::stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -247,6 +293,7 @@ void Agent::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (providerThread_.joinable()) providerThread_.join();
   if (foreignClusters_) foreignClusters_->stop();
   if (dialers_) dialers_->stop();
   if (links_) links_->stop();

@@ -8,8 +8,8 @@
 // Issue 6 adds the virtual kubelets (consumer side) and the reflection stream (provider
 // side) next to ConsumerController and ProviderService.
 //
-// Thread-safety: start() and stop() from one thread; the loop runs on its own thread;
-// gRPC calls on gRPC's threads.
+// Thread-safety: start() and stop() from one thread; the consumer loop and the provider loop
+// run on a thread each; gRPC calls on gRPC's threads.
 
 #include <atomic>
 #include <chrono>
@@ -43,6 +43,8 @@ struct AgentConfig {
   ProviderConfig provider;
   ConsumerConfig consumer;
   std::chrono::milliseconds loopInterval{100};
+  // How often the endpoint ConfigMap and the CRD are checked and restored if they drifted.
+  std::chrono::milliseconds ownedResyncInterval{2000};
   // Builds the reflection stream handler (provider side; reflection/stream_server.h) once
   // the ProviderService exists, before the server starts. Both references outlive the
   // handler. Optional: without it the stream is refused (MethodNotAllowed).
@@ -79,8 +81,11 @@ class Agent {
   kube::Status loadOrCreateIdentity();
   kube::Status installCrd();
   kube::Status publishEndpoint();
+  // Restores the CRD and the endpoint ConfigMap if deleted or changed by someone else.
+  void reconcileOwned();
   kube::Status startPull(const kube::KeyPair& chain);
-  void loop();
+  void loop();          // the consumer side
+  void providerLoop();  // the provider side, pull dialers, owned objects
 
   AgentConfig config_;
   std::unique_ptr<kube::Client> client_;
@@ -97,6 +102,8 @@ class Agent {
   KubeletHandler* kubelet_ = nullptr;
   std::unique_ptr<RpcServer> server_;
   std::thread thread_;
+  std::thread providerThread_;
+  std::chrono::system_clock::time_point lastOwnedResync_;  // providerLoop only
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;  // guarded by mu_

@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <random>
 #include <set>
 
 #include "peering/foreign_cluster.h"
@@ -29,17 +30,43 @@ std::string dataField(const json& secret, const char* key) {
   return v.ok() ? *v : std::string();
 }
 
+// What the peering's virtual Node says of itself (VirtualNodeReady follows its Ready).
+struct VirtualNodeState {
+  bool ready = false;
+  std::string reason = "NotJoined";
+  std::string message = "the virtual node is created once the peering is up";
+};
+
+VirtualNodeState virtualNodeState(kube::Client& client, const std::string& fcName) {
+  const std::string name = "strait-" + fcName;
+  kube::Result<json> node = client.get(kube::resources::kNodes, "", name);
+  if (!node.ok()) {
+    return {false, "VirtualNodeAbsent",
+            node.code() == Code::NotFound ? "no virtual node " + name + " in this cluster"
+                                          : "reading node " + name + ": " + node.error().message};
+  }
+  for (const json& c : node->value("/status/conditions"_json_pointer, json::array())) {
+    if (!c.is_object() || c.value("type", "") != "Ready") continue;
+    const bool ready = c.value("status", "") == "True";
+    std::string message = c.value("message", "");
+    return {ready, ready ? "VirtualNodeReady" : "VirtualNodeNotReady",
+            "node " + name + (ready ? " is Ready" : " is not Ready") +
+                (message.empty() ? "" : ": " + message)};
+  }
+  return {false, "VirtualNodeNotReady", "node " + name + " reports no Ready condition yet"};
+}
+
 // The four conditions as one status fragment, keeping transition times from `fc`.
 json conditionsFor(const json& fc, bool authenticated, const std::string& authReason,
                    const std::string& authMessage, bool connected,
                    const std::string& connReason, const std::string& connMessage,
-                   std::chrono::system_clock::time_point now) {
+                   std::chrono::system_clock::time_point now,
+                   const VirtualNodeState& vnode = VirtualNodeState()) {
   json previous = fc.contains("status") && fc["status"].is_object()
                       ? fc["status"].value("conditions", json::array())
                       : json::array();
   return peeringConditions(authenticated, authReason, authMessage, connected, connReason,
-                           connMessage, "NotImplemented", "the virtual node arrives with issue 6",
-                           previous, now);
+                           connMessage, vnode.ready, vnode.reason, vnode.message, previous, now);
 }
 
 void toProto(const json& list, v1::ResourceList* out) {
@@ -152,7 +179,23 @@ void ConsumerController::tick(std::chrono::system_clock::time_point now) {
         }
         continue;
       } else {
-        join(fc, now);
+        const std::string attempt =
+            fc.value("/metadata/uid"_json_pointer, std::string()) + "/" +
+            fc.value("/spec/tokenSecretRef"_json_pointer, std::string());
+        JoinBackoff& b = joinBackoff_[providerId];
+        if (b.attempt != attempt) b = JoinBackoff{attempt, {}, {}};
+        if (now < b.next) continue;
+        if (join(fc, now)) {
+          joinBackoff_.erase(providerId);
+        } else {
+          using std::chrono::milliseconds;
+          b.delay = b.delay.count() == 0 ? milliseconds(100)
+                                         : std::min(b.delay * 2, milliseconds(30000));
+          static thread_local std::mt19937 rng{std::random_device{}()};
+          std::uniform_real_distribution<double> jitter(0.8, 1.2);
+          b.next = now + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                             b.delay * jitter(rng));
+        }
         continue;
       }
     }
@@ -170,6 +213,9 @@ void ConsumerController::tick(std::chrono::system_clock::time_point now) {
     }
     announceDown(it->first, it->second);
     it = peerings_.erase(it);
+  }
+  for (auto it = joinBackoff_.begin(); it != joinBackoff_.end();) {
+    it = seen.count(it->first) ? std::next(it) : joinBackoff_.erase(it);
   }
   for (auto it = waitingNoted_.begin(); it != waitingNoted_.end();) {
     it = seen.count(*it) ? std::next(it) : waitingNoted_.erase(it);
@@ -224,21 +270,25 @@ bool ConsumerController::loadCredential(const std::string& providerId, const std
   return true;
 }
 
-void ConsumerController::join(const json& fc, std::chrono::system_clock::time_point now) {
+bool ConsumerController::join(const json& fc, std::chrono::system_clock::time_point now) {
   const std::string fcName = fc.value("/metadata/name"_json_pointer, std::string());
   const std::string providerId = fc.value("/spec/clusterID"_json_pointer, std::string());
   const std::string tokenRef = fc.value("/spec/tokenSecretRef"_json_pointer, std::string());
-  if (tokenRef.empty()) return;
+  if (tokenRef.empty()) return false;
   kube::Result<json> tokenSecret = client_.get(kube::resources::kSecrets, kSys, tokenRef);
-  if (!tokenSecret.ok()) return;  // refused earlier (the token is deleted then) or not yet written
+  // Refused earlier (the token is deleted then) or not yet written.
+  if (!tokenSecret.ok()) return false;
   SecretString tokenText(dataField(*tokenSecret, "token"));
   auto refuse = [&](const std::string& reason, const std::string& message) {
     spdlog::warn("event=join_failed provider={} reason={} message=\"{}\"", providerId, reason,
                  message);
-    patchStatus(fcName, conditionsFor(fc, false, reason, message, false, reason, message, now));
+    json status = conditionsFor(fc, false, reason, message, false, reason, message, now);
+    status["joinTokenRef"] = tokenRef;
+    patchStatus(fcName, status);
     if (reason == "JoinRefused") {
       (void)client_.remove(kube::resources::kSecrets, kSys, tokenRef);
     }
+    return false;
   };
   kube::Result<Token> token = parseToken(tokenText.reveal());
   if (!token.ok()) return refuse("JoinRefused", token.error().message);
@@ -252,8 +302,17 @@ void ConsumerController::join(const json& fc, std::chrono::system_clock::time_po
   kube::Result<std::string> ca = fetchPinnedCa(*address, token->caFingerprint,
                                                config_.callTimeout);
   if (!ca.ok()) {
-    return refuse(ca.code() == Code::Unavailable ? "ProviderUnreachable" : "JoinRefused",
-                  ca.error().message);
+    // Nothing listens at the endpoint, or it cannot be reached at all: no point waiting.
+    const std::string& m = ca.error().message;
+    bool noAnswer = false;
+    for (const char* cause : {"Connection refused", "No route to host", "Network is unreachable",
+                              "Name or service not known"}) {
+      noAnswer = noAnswer || m.find(cause) != std::string::npos;
+    }
+    if (ca.code() == Code::Unavailable) {
+      return refuse(noAnswer ? "EndpointUnreachable" : "ProviderUnreachable", m);
+    }
+    return refuse("JoinRefused", m);
   }
   kube::Result<kube::KeyAndCsr> kc =
       kube::makeKeyAndCsr(identity_.clusterId, {std::string(kConsumerOrganization)});
@@ -310,6 +369,27 @@ void ConsumerController::join(const json& fc, std::chrono::system_clock::time_po
   }
   if (!created.ok()) return refuse("InternalError", created.error().message);
   (void)client_.remove(kube::resources::kSecrets, kSys, tokenRef);
+  // `strait peer` may have given up (its timeout) and removed the ForeignCluster while the
+  // join was under way: then undo the join on both sides instead of leaving a peering the
+  // user was told failed.
+  kube::Result<json> still = client_.get(kForeignClusters, "", fcName);
+  const std::string uid = fc.value("/metadata/uid"_json_pointer, std::string());
+  if ((!still.ok() && still.code() == Code::NotFound) ||
+      (still.ok() && (still->value("/metadata/uid"_json_pointer, std::string()) != uid ||
+                      still->contains("/metadata/deletionTimestamp"_json_pointer)))) {
+    cc.clientCert = {resp.certificate_pem(), keyPem.reveal()};
+    kube::Result<std::unique_ptr<RpcClient>> rpc = makeRpcClient(cc);
+    if (rpc.ok()) {
+      v1::UnpeerRequest ur;
+      ur.set_force(true);
+      v1::UnpeerResponse ures;
+      (void)(*rpc)->unpeer(ur, &ures, config_.callTimeout);
+    }
+    (void)client_.remove(kube::resources::kSecrets, kSys, credentialSecretName(providerId));
+    spdlog::info("event=join_undone provider={} reason=\"the ForeignCluster went during the "
+                 "join\"", providerId);
+    return false;
+  }
   json status = conditionsFor(fc, true, "CertificateIssued",
                               "client certificate signed by the provider CA", true, "Joined",
                               "joined the provider", now);
@@ -321,6 +401,7 @@ void ConsumerController::join(const json& fc, std::chrono::system_clock::time_po
   patchStatus(fcName, status);
   spdlog::info("event=joined provider={} name={} tenant_namespace={} cert_not_after={}",
                providerId, resp.provider_name(), resp.tenant_namespace(), rfc3339(info->notAfter));
+  return true;
 }
 
 void ConsumerController::heartbeat(const json& fc, Peering& p,
@@ -346,7 +427,8 @@ void ConsumerController::heartbeat(const json& fc, Peering& p,
     p.lastSuccess = done;
     json status = conditionsFor(fc, true, "CertificateIssued",
                                 "client certificate signed by the provider CA", true,
-                                "HeartbeatAnswered", "provider agent is reachable", done);
+                                "HeartbeatAnswered", "provider agent is reachable", done,
+                                virtualNodeState(client_, p.fcName));
     status["latencyMs"] = std::round(latencyMs * 100) / 100;
     status["granted"] = fromProto(resp.granted());
     status["used"] = fromProto(resp.used());
@@ -383,7 +465,7 @@ void ConsumerController::heartbeat(const json& fc, Peering& p,
                 conditionsFor(fc, !revoked, revoked ? "Revoked" : "CertificateIssued",
                               revoked ? s.error().message : "client certificate signed by the provider CA",
                               false, revoked ? "Revoked" : "HeartbeatFailed", s.error().message,
-                              done));
+                              done, virtualNodeState(client_, p.fcName)));
   }
 }
 

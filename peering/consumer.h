@@ -4,7 +4,9 @@
 //   - joins: reads the token the CLI left in a Secret, pins the provider CA by the token's
 //     fingerprint, makes a key and a CSR (CN = this cluster's ID), calls Join, and keeps the
 //     signed certificate, key and provider CA in the credential Secret
-//     strait-system/strait-credential-<provider-id>;
+//     strait-system/strait-credential-<provider-id>; a failed join is retried with a
+//     jittered exponential backoff (100 ms doubling to 30 s), and its condition names the
+//     token Secret it used (status.joinTokenRef) so that `strait peer` reads only its own;
 //   - heartbeats every `heartbeatInterval` over mTLS and records Connected, latency, granted
 //     and used resources in the ForeignCluster status; after `lostAfter` without an answer
 //     Connected turns False (that is "noticing a lost peer");
@@ -78,7 +80,8 @@ class ConsumerController {
   kube::Result<std::string> dialAddress(const std::string& providerId, const std::string& mode,
                                         const std::string& endpoint);
 
-  void join(const nlohmann::json& fc, std::chrono::system_clock::time_point now);
+  // True when the peering joined (its credential is stored).
+  bool join(const nlohmann::json& fc, std::chrono::system_clock::time_point now);
   bool loadCredential(const std::string& providerId, const std::string& fcName, Peering* p);
   void heartbeat(const nlohmann::json& fc, Peering& p, std::chrono::system_clock::time_point now);
   void renew(const std::string& providerId, Peering& p, std::chrono::system_clock::time_point now);
@@ -96,6 +99,14 @@ class ConsumerController {
   std::chrono::system_clock::time_point lastRevocationAttempt_;
   std::set<std::string> pullRevocations_;  // providers with a pending pull-mode revocation
   std::set<std::string> waitingNoted_;     // pull peerings whose wait for a link is recorded
+  // Failed joins back off: 100 ms doubling to 30 s, jittered, per provider; a new attempt
+  // (another ForeignCluster or token) starts again at once.
+  struct JoinBackoff {
+    std::string attempt;  // ForeignCluster uid + token Secret name
+    std::chrono::milliseconds delay{0};
+    std::chrono::system_clock::time_point next;
+  };
+  std::map<std::string, JoinBackoff> joinBackoff_;  // by provider cluster ID
 };
 
 }  // namespace strait::peering

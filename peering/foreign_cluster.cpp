@@ -146,12 +146,23 @@ nlohmann::json peeringConditions(bool authenticated, const std::string& authReas
                                  const std::string& vnodeReason, const std::string& vnodeMessage,
                                  const nlohmann::json& previousConditions,
                                  std::chrono::system_clock::time_point now) {
+  return peeringConditions(authenticated, authReason, authMessage, connected, connReason,
+                           connMessage, false, vnodeReason, vnodeMessage, previousConditions, now);
+}
+
+nlohmann::json peeringConditions(bool authenticated, const std::string& authReason,
+                                 const std::string& authMessage, bool connected,
+                                 const std::string& connReason, const std::string& connMessage,
+                                 bool vnodeReady, const std::string& vnodeReason,
+                                 const std::string& vnodeMessage,
+                                 const nlohmann::json& previousConditions,
+                                 std::chrono::system_clock::time_point now) {
   nlohmann::json obj = {{"status", {{"conditions", previousConditions.is_array()
                                                        ? previousConditions
                                                        : nlohmann::json::array()}}}};
   setCondition(obj, "Authenticated", authenticated, authReason, authMessage, now);
   setCondition(obj, "Connected", connected, connReason, connMessage, now);
-  setCondition(obj, "VirtualNodeReady", false, vnodeReason, vnodeMessage, now);
+  setCondition(obj, "VirtualNodeReady", vnodeReady, vnodeReason, vnodeMessage, now);
   setCondition(obj, "TunnelUp", false, "TunnelNotConfigured", "no tunnel configured", now);
   return obj["status"];
 }

@@ -60,6 +60,16 @@ nlohmann::json peeringConditions(bool authenticated, const std::string& authReas
                                  const nlohmann::json& previousConditions,
                                  std::chrono::system_clock::time_point now);
 
+// As above, with VirtualNodeReady set to `vnodeReady` (the consumer side, from its virtual
+// Node's Ready condition).
+nlohmann::json peeringConditions(bool authenticated, const std::string& authReason,
+                                 const std::string& authMessage, bool connected,
+                                 const std::string& connReason, const std::string& connMessage,
+                                 bool vnodeReady, const std::string& vnodeReason,
+                                 const std::string& vnodeMessage,
+                                 const nlohmann::json& previousConditions,
+                                 std::chrono::system_clock::time_point now);
+
 // RFC 3339 UTC with seconds.
 std::string rfc3339(std::chrono::system_clock::time_point t);
 

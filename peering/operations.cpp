@@ -172,6 +172,18 @@ kube::Result<PeerResult> requestPeering(kube::Client& consumer, const PeerReques
     return existing.error();
   }
   const std::string tokenSecret = "strait-peer-token-" + token->id;
+  // Token Secrets of earlier attempts for this provider that never joined (no ForeignCluster
+  // names them any more): this attempt replaces them.
+  kube::ListOptions owned;
+  owned.labelSelector = ownershipSelector(providerId);
+  if (kube::Result<json> old = consumer.list(kube::resources::kSecrets, kSys, owned); old.ok()) {
+    for (const json& o : old->value("items", json::array())) {
+      std::string n = o.value("/metadata/name"_json_pointer, std::string());
+      if (n.rfind("strait-peer-token-", 0) == 0 && n != tokenSecret) {
+        (void)consumer.remove(kube::resources::kSecrets, kSys, n);
+      }
+    }
+  }
   json secret = {{"apiVersion", "v1"},
                  {"kind", "Secret"},
                  {"type", "Opaque"},
@@ -179,18 +191,36 @@ kube::Result<PeerResult> requestPeering(kube::Client& consumer, const PeerReques
                   {{"name", tokenSecret}, {"namespace", kSys}, {"labels", ownershipLabels(providerId)}}},
                  {"data", {{"token", base64Encode(req.token)}}}};
   kube::Result<json> s = consumer.create(kube::resources::kSecrets, kSys, secret);
-  if (!s.ok() && s.code() != Code::AlreadyExists) return s.error();
+  if (!s.ok() && s.code() == Code::AlreadyExists) {
+    // Left by a failed attempt with the same token id: this token replaces it.
+    kube::Result<json> cur = consumer.get(kube::resources::kSecrets, kSys, tokenSecret);
+    if (cur.ok()) {
+      secret["metadata"]["resourceVersion"] = (*cur)["metadata"]["resourceVersion"];
+      s = consumer.update(kube::resources::kSecrets, kSys, secret);
+    }
+  }
+  if (!s.ok()) return s.error();
+  // What this attempt created goes again when it fails (a later success of the agent would
+  // otherwise contradict the failure reported to the user).
+  auto abandon = [&] {
+    (void)consumer.remove(kForeignClusters, "", name);
+    (void)consumer.remove(kube::resources::kSecrets, kSys, tokenSecret);
+  };
   json fc = makeForeignCluster(name, providerId, token->clusterName,
                                std::string(kRoleProvider), token->endpoint);
   fc["spec"]["tokenSecretRef"] = tokenSecret;
   if (req.pull) fc["spec"]["mode"] = kModePull;
   fc["spec"]["requested"] = kube::formatResourceList(req.requested);
   kube::Result<json> created = consumer.create(kForeignClusters, "", fc);
-  if (!created.ok()) return created.error();
+  if (!created.ok()) {
+    (void)consumer.remove(kube::resources::kSecrets, kSys, tokenSecret);
+    return created.error();
+  }
 
   auto deadline = std::chrono::steady_clock::now() + req.timeout;
   std::string last = "waiting for the consumer agent";
-  while (std::chrono::steady_clock::now() < deadline) {
+  while (true) {
+    const bool expired = std::chrono::steady_clock::now() >= deadline;
     kube::Result<json> cur = consumer.get(kForeignClusters, "", name);
     if (cur.ok()) {
       std::string auth = conditionStatus(*cur, "Authenticated");
@@ -198,18 +228,29 @@ kube::Result<PeerResult> requestPeering(kube::Client& consumer, const PeerReques
         return PeerResult{name, providerId,
                           cur->value("/status/granted"_json_pointer, json::object())};
       }
-      if (auth == "False") {
+      // Only this attempt's outcome counts (the agent names the token Secret it used).
+      const bool ours =
+          cur->value("/status/joinTokenRef"_json_pointer, std::string()) == tokenSecret;
+      if (auth == "False" && ours) {
         last = conditionMessage(*cur, "Authenticated");
         for (const json& c : cur->value("/status/conditions"_json_pointer, json::array())) {
-          if (c.value("type", "") == "Authenticated" && c.value("reason", "") == "JoinRefused") {
-            (void)consumer.remove(kForeignClusters, "", name);
+          if (c.value("type", "") != "Authenticated") continue;
+          const std::string reason = c.value("reason", "");
+          if (reason == "JoinRefused") {
+            abandon();
             return makeError(Code::Unauthorized, last);
+          }
+          if (reason == "EndpointUnreachable") {
+            abandon();
+            return makeError(Code::Unavailable, "peering with " + name + " failed: " + last);
           }
         }
       }
     }
+    if (expired) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  abandon();
   return makeError(Code::ServerTimeout, "peering with " + name + " did not complete in time: " + last);
 }
 
@@ -284,6 +325,12 @@ kube::Result<std::vector<std::string>> unpeer(kube::Client& consumer, const Unpe
   kube::Result<json> cred =
       consumer.get(kube::resources::kSecrets, kSys, credentialSecretName(providerId));
   kube::Status told = makeError(Code::NotFound, "no credential for the provider");
+  if (!cred.ok() && cred.code() == Code::NotFound &&
+      conditionStatus(*fc, "Authenticated") != "True") {
+    // The peering never joined: the provider holds nothing of ours to delete.
+    told = kube::Status::OK();
+    lines.push_back("peering with " + name + " never joined: nothing to remove on the provider");
+  }
   if (cred.ok()) {
     ClientConfig cc;
     cc.endpoint = dataField(*cred, "endpoint", true);

@@ -40,9 +40,14 @@ struct PeerResult {
   nlohmann::json granted;
 };
 
-// Asks the consumer agent to peer: stores the token in a Secret, creates (or re-arms) the
-// ForeignCluster, and waits until its Authenticated condition is True (success) or False
-// with reason JoinRefused (the provider's refusal message is returned as the error).
+// Asks the consumer agent to peer: stores the token in a Secret (replacing what a failed
+// attempt for the same provider left), creates (or re-arms) the ForeignCluster, and waits
+// until its Authenticated condition, written for this attempt's token, is True (success) or
+// False with reason JoinRefused (the provider's refusal, Unauthorized) or
+// EndpointUnreachable (nothing answers at the token's endpoint: connection refused, no
+// route; Unavailable, within seconds). On any failure, including `timeout` expiring, the
+// ForeignCluster and token Secret this attempt created are removed (a join that completed
+// meanwhile is undone by the agent), so that the failure reported stays true.
 kube::Result<PeerResult> requestPeering(kube::Client& consumer, const PeerRequest& req);
 
 struct UnpeerRequest {
@@ -54,7 +59,8 @@ struct UnpeerRequest {
   std::chrono::milliseconds timeout{300000};
 };
 
-// Ends a peering from the consumer: refuses (listing them, leaving the virtual node as it
+// Ends a peering from the consumer (one that never joined has nothing on the provider and is
+// simply removed): refuses (listing them, leaving the virtual node as it
 // was) if offloaded pods exist unless drain; cordons the virtual node; with drain evicts the
 // offloaded pods and waits until they are gone on both sides; asks the provider agent to
 // delete its side and revoke the credential, then deletes the consumer side. With force,

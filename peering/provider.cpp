@@ -301,10 +301,23 @@ kube::Status ProviderService::heartbeat(const Caller& caller, const v1::Heartbea
                                         v1::HeartbeatResponse* resp) {
   Consumer c;
   if (kube::Status s = requireActive(caller, &c); !s.ok()) return s;
-  kube::ListOptions opts;
-  opts.labelSelector = ownershipSelector(caller.clusterId);
-  kube::Result<json> pods = client_.list(kube::resources::kPods, "", opts);
-  ResourceMap used = pods.ok() ? podRequests(pods->value("items", json::array())) : ResourceMap{};
+  UsageSource usageSource;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    usageSource = usageSource_;
+  }
+  std::optional<ResourceMap> counted =
+      usageSource ? usageSource(caller.clusterId) : std::nullopt;
+  ResourceMap used;
+  if (counted) {
+    used = std::move(*counted);
+  } else {
+    // No stream counts them: the consumer's reflected Pods carry its ID as their origin.
+    kube::ListOptions opts;
+    opts.labelSelector = "strait.io/origin-cluster-id=" + caller.clusterId;
+    kube::Result<json> pods = client_.list(kube::resources::kPods, "", opts);
+    if (pods.ok()) used = podRequests(pods->value("items", json::array()));
+  }
   for (const char* r : {"cpu", "memory", "pods"}) used.try_emplace(r);  // zero when absent
   ResourceMap requested = fromProto(req.requested());
   auto now = std::chrono::system_clock::now();
@@ -645,6 +658,11 @@ kube::Status ProviderService::stream(const Caller& caller, EventStream& s) {
 void ProviderService::setStreamHandler(StreamHandler handler) {
   std::lock_guard<std::mutex> lock(mu_);
   streamHandler_ = std::move(handler);
+}
+
+void ProviderService::setUsageSource(UsageSource source) {
+  std::lock_guard<std::mutex> lock(mu_);
+  usageSource_ = std::move(source);
 }
 
 bool ProviderService::isActive(const std::string& consumerId) {

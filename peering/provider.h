@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "kube/client.h"
@@ -78,6 +79,13 @@ class ProviderService final : public PeeringHandler {
   using StreamHandler = std::function<kube::Status(const Caller&, EventStream&)>;
   // Sets the reflection stream handler. Thread-safe; streams already running keep theirs.
   void setStreamHandler(StreamHandler handler);
+  // What `consumerId`'s Pods in this cluster request, as the reflection stream counts them
+  // (reflection/pod_usage.h); nullopt while no stream of that consumer has its count.
+  using UsageSource =
+      std::function<std::optional<ResourceMap>(const std::string& consumerId)>;
+  // Sets the source the heartbeat answers `used` from (without one, or when it has no
+  // count, the consumer's Pods are listed). Thread-safe.
+  void setUsageSource(UsageSource source);
   // True while `consumerId` has an active peering. Thread-safe.
   bool isActive(const std::string& consumerId);
   // Forbidden (saying which resource and by how much) if creating `pod` would take the
@@ -136,6 +144,7 @@ class ProviderService final : public PeeringHandler {
 
   std::mutex mu_;  // protects consumers_, streamHandler_ and serializes grant decisions
   StreamHandler streamHandler_;
+  UsageSource usageSource_;
   std::map<std::string, Consumer> consumers_;  // by consumer cluster ID
 
   std::mutex summaryMu_;  // protects the two fields below (held while listing)

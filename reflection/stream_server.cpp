@@ -90,6 +90,10 @@ class StreamSession {
       while (!st.stop_requested() && !pods_->waitForSync(std::chrono::milliseconds(200))) {
       }
       if (st.stop_requested()) return;
+      if (opts_.onUsage) {
+        opts_.onUsage(usage_, true);
+        usageShared_ = true;
+      }
       send(StreamMessage::ofType(StreamMessageType::Synced));
       spdlog::info("event=stream_initial_list_sent consumer={} pods={}", opts_.consumerId,
                    pods_->cache().size());
@@ -378,6 +382,7 @@ class StreamSession {
     stream_.cancel();  // replies still being written fail fast
     listing_.request_stop();
     if (listing_.joinable()) listing_.join();
+    if (usageShared_.exchange(false)) opts_.onUsage(usage_, false);
     keepalive_.request_stop();
     if (keepalive_.joinable()) keepalive_.join();
     {
@@ -398,6 +403,7 @@ class StreamSession {
   const NamespaceMapping mapping_;
   ProviderApplier applier_;
   PodUsage usage_;  // what this consumer's Pods request, from pods_
+  std::atomic<bool> usageShared_{false};  // opts_.onUsage told it is live
   std::unique_ptr<kube::Informer> pods_;
   std::unique_ptr<kube::Informer> events_;
   std::shared_ptr<SentEvents> sentEvents_;
@@ -446,7 +452,23 @@ peering::ProviderService::StreamHandler makeProviderStreamHandler(
     std::map<std::string, std::shared_ptr<SentEvents>> byConsumer;
   };
   auto ledgers = std::make_shared<Ledgers>();
-  return [&provider, &service, base, ledgers](const peering::Caller& caller,
+  // Per consumer: the Pod request count of its live stream (the newest when two overlap),
+  // which the heartbeat reports as what the consumer uses here.
+  struct Usages {
+    std::mutex mu;
+    std::map<std::string, const PodUsage*> byConsumer;
+  };
+  auto usages = std::make_shared<Usages>();
+  service.setUsageSource(
+      [usages](const std::string& consumerId) -> std::optional<peering::ResourceMap> {
+        std::lock_guard<std::mutex> lock(usages->mu);
+        auto it = usages->byConsumer.find(consumerId);
+        if (it == usages->byConsumer.end()) return std::nullopt;
+        peering::ResourceMap used = it->second->total();
+        for (const char* r : {"cpu", "memory", "pods"}) used.try_emplace(r);
+        return used;
+      });
+  return [&provider, &service, base, ledgers, usages](const peering::Caller& caller,
                                               peering::EventStream& s) -> kube::Status {
     StreamServerOptions o = base;
     o.consumerId = caller.clusterId;
@@ -464,6 +486,15 @@ peering::ProviderService::StreamHandler makeProviderStreamHandler(
       return service.admitPodWithUsage(id, pod, used);
     };
     o.stillActive = [&service, id = caller.clusterId] { return service.isActive(id); };
+    o.onUsage = [usages, id = caller.clusterId](const PodUsage& u, bool live) {
+      std::lock_guard<std::mutex> lock(usages->mu);
+      if (live) {
+        usages->byConsumer[id] = &u;
+      } else if (auto it = usages->byConsumer.find(id);
+                 it != usages->byConsumer.end() && it->second == &u) {
+        usages->byConsumer.erase(it);
+      }
+    };
     StreamServer server(provider, std::move(o));
     kube::Status st = server.serve(s);
     StreamCounters c = server.counters();

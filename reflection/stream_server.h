@@ -40,6 +40,8 @@
 
 namespace strait::reflection {
 
+class PodUsage;
+
 struct StreamServerOptions {
   std::string consumerId;
   // Grant check for a Pod about to be created (ProviderService::admitPod). Optional.
@@ -57,6 +59,9 @@ struct StreamServerOptions {
   // Events already forwarded to this consumer, shared by its successive streams. Optional
   // (null: this session's own, so every existing Event counts as unsent).
   std::shared_ptr<SentEvents> sentEvents;
+  // Told (live true) once the session's count of the consumer's Pod requests is complete
+  // (after the initial list), and (live false) before it goes. Optional.
+  std::function<void(const PodUsage& usage, bool live)> onUsage;
 };
 
 class StreamServer {

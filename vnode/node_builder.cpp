@@ -142,8 +142,10 @@ json buildNode(const VirtualNodeConfig& c, const ResourceMap& allocatable,
                 "the provider reports its own pressure; none on the virtual node", ts),
       condition(previous, "PIDPressure", false, "KubeletHasSufficientPID",
                 "the provider reports its own pressure; none on the virtual node", ts),
-      condition(previous, "NetworkUnavailable", false, "RouteCreated",
-                "pod traffic is routed by Strait", ts),
+      condition(previous, "NetworkUnavailable", true, "TunnelNotConfigured",
+                "no tunnel is configured for this peering: pod traffic does not cross to the "
+                "provider yet",
+                ts),
   });
   status["addresses"] = json::array({{{"type", "InternalIP"}, {"address", c.address}},
                                      {{"type", "Hostname"}, {"address", name}}});

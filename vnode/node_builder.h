@@ -11,8 +11,11 @@
 //  - conditions Ready, MemoryPressure, DiskPressure, PIDPressure, NetworkUnavailable with
 //    lastHeartbeatTime = now and lastTransitionTime kept from the previous Node while the
 //    status is unchanged; Ready requires a healthy reflection stream and allocatable cpu and
-//    memory > 0 (as Liqo); NetworkUnavailable is always False (RouteCreated): the virtual
-//    node routes through Strait, a cloud route controller must not mark it;
+//    memory > 0 (as Liqo); NetworkUnavailable is True (TunnelNotConfigured) and agrees with
+//    the ForeignCluster's TunnelUp=False: no peering sets up a tunnel yet, so pod traffic
+//    does not cross to the provider. (On a cluster whose node lifecycle controller taints
+//    nodes by condition this adds node.kubernetes.io/network-unavailable:NoSchedule, which
+//    the offloaded Pods then need to tolerate as well.)
 //  - addresses InternalIP and Hostname; daemonEndpoints.kubeletEndpoint.Port; nodeInfo.
 // Thread-safe (pure).
 

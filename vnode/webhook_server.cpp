@@ -9,6 +9,7 @@
 #include "kube/object.h"
 #include "vnode/daemonset_webhook.h"
 #include "vnode/https_endpoint.h"
+#include "vnode/toleration_repair.h"
 
 namespace strait::vnode {
 
@@ -75,41 +76,7 @@ std::string WebhookServer::urlFor(const std::string& path) const {
   return "https://" + host + ":" + std::to_string(port()) + path;
 }
 
-kube::Status WebhookServer::start() {
-  if (opts_.ca.certPem.empty() || opts_.ca.keyPem.empty()) {
-    return kube::makeError(kube::Code::Invalid, "webhook: the CA is required");
-  }
-  std::string host = opts_.urlHost.empty() ? opts_.listenHost : opts_.urlHost;
-  if (host == "0.0.0.0") host = "127.0.0.1";
-  const bool isIp = host.find_first_not_of("0123456789.:[]") == std::string::npos;
-  std::string bare = host;
-  if (!bare.empty() && bare.front() == '[') bare = bare.substr(1, bare.size() - 2);
-  kube::Result<kube::KeyPair> cert =
-      kube::issueCert(opts_.ca, "strait-webhook", {}, isIp ? std::vector<std::string>{}
-                                                           : std::vector<std::string>{bare},
-                      isIp ? std::vector<std::string>{bare} : std::vector<std::string>{}, true);
-  if (!cert.ok()) return cert.error();
-
-  kube::InformerOptions io{res::kNamespaces, "", std::string(kLabelOffloaded) + "=true", ""};
-  namespaces_ = std::make_unique<kube::Informer>(local_, io);
-  namespaces_->start();
-
-  kube::Result<std::unique_ptr<HttpsEndpoint>> server = startHttpsEndpoint(
-      opts_.listenHost, opts_.listenPort, cert->certPem + opts_.ca.certPem, cert->keyPem,
-      [this](const std::string& method, const std::string& path, const std::string& body) {
-        if (method == "POST" && path == kPath) {
-          return HttpsReply{200, "application/json", review(body)};
-        }
-        if (method == "POST" && path == kDaemonSetPath) {
-          return HttpsReply{200, "application/json", reviewDaemonSet(body)};
-        }
-        return HttpsReply{404, "application/json",
-                          R"({"message":"not found: POST )" + std::string(kPath) + " or " +
-                              kDaemonSetPath + R"( only"})"};
-      });
-  if (!server.ok()) return server.error();
-  server_ = std::move(*server);
-
+json WebhookServer::desiredConfiguration() const {
   json webhook = {
       {"name", "tolerations.offloading.strait.io"},
       {"admissionReviewVersions", json::array({"v1"})},
@@ -137,15 +104,40 @@ kube::Status WebhookServer::start() {
                                       {"operations", json::array({"CREATE", "UPDATE"})},
                                       {"resources", json::array({"daemonsets"})},
                                       {"scope", "Namespaced"}}});
-  json config = {{"apiVersion", "admissionregistration.k8s.io/v1"},
+  return {{"apiVersion", "admissionregistration.k8s.io/v1"},
                  {"kind", "MutatingWebhookConfiguration"},
                  {"metadata",
                   {{"name", opts_.configName},
                    {"labels", {{"strait.io/managed-by", "strait"}}}}},
-                 {"webhooks", json::array({webhook, daemonSets})}};
+          {"webhooks", json::array({webhook, daemonSets})}};
+}
+
+namespace {
+
+// The fields of each webhook this server sets, by webhook name (the API server may default
+// others).
+json essentials(const json& config) {
+  json out = json::object();
+  for (const json& w : config.value("webhooks", json::array())) {
+    if (!w.is_object()) continue;
+    out[w.value("name", std::string())] = {
+        {"url", w.value("/clientConfig/url"_json_pointer, std::string())},
+        {"caBundle", w.value("/clientConfig/caBundle"_json_pointer, std::string())},
+        {"failurePolicy", w.value("failurePolicy", json())},
+        {"namespaceSelector", w.value("namespaceSelector", json())},
+        {"rules", w.value("rules", json())}};
+  }
+  return out;
+}
+
+}  // namespace
+
+kube::Status WebhookServer::reconcileConfiguration(bool* changed) {
+  json config = desiredConfiguration();
   kube::Result<json> cur = local_.get(kMutatingWebhookConfigurations, "", opts_.configName);
   kube::Result<json> stored = json();
   if (cur.ok()) {
+    if (essentials(*cur) == essentials(config)) return kube::Status::OK();
     config["metadata"]["resourceVersion"] = (*cur)["metadata"]["resourceVersion"];
     stored = local_.update(kMutatingWebhookConfigurations, "", config);
   } else if (kube::isNotFound(cur.error())) {
@@ -154,11 +146,115 @@ kube::Status WebhookServer::start() {
     stored = cur.error();
   }
   if (!stored.ok()) return stored.error();
+  if (changed) *changed = true;
+  return kube::Status::OK();
+}
+
+void WebhookServer::queueNamespace(const std::string& ns) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pendingNamespaces_.insert(ns);
+  }
+  cv_.notify_all();
+}
+
+void WebhookServer::resyncLoop() {
+  int pass = 0;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    std::set<std::string> namespaces;
+    namespaces.swap(pendingNamespaces_);
+    lock.unlock();
+    bool changed = false;
+    if (kube::Status s = reconcileConfiguration(&changed); !s.ok()) {
+      spdlog::warn("event=webhook_configuration_failed configuration={} error=\"{}\"",
+                   opts_.configName, s.error().message);
+    } else if (changed) {
+      spdlog::warn("event=owned_object_restored kind=MutatingWebhookConfiguration name={} url={}",
+                   opts_.configName, url());
+    }
+    // Every offloaded namespace now and then: Pods the webhook missed while it was up, and
+    // those of a failed pass.
+    if (++pass % 10 == 0) {
+      for (const kube::ObjectPtr& ns : namespaces_->cache().list()) {
+        namespaces.insert(kube::getName(*ns));
+      }
+    }
+    for (const std::string& ns : namespaces) {
+      std::optional<Offloading> o = lookup(ns);
+      if (!o || !o->offloaded) continue;
+      kube::Result<int> n = addMissingTolerations(local_, ns, *o, opts_.tolerations);
+      if (!n.ok()) {
+        spdlog::warn("event=toleration_repair_failed namespace={} error=\"{}\"", ns,
+                     n.error().message);
+      }
+    }
+    lock.lock();
+    cv_.wait_for(lock, opts_.resyncInterval,
+                 [this] { return stopping_ || !pendingNamespaces_.empty(); });
+  }
+}
+
+kube::Status WebhookServer::start() {
+  if (opts_.ca.certPem.empty() || opts_.ca.keyPem.empty()) {
+    return kube::makeError(kube::Code::Invalid, "webhook: the CA is required");
+  }
+  std::string host = opts_.urlHost.empty() ? opts_.listenHost : opts_.urlHost;
+  if (host == "0.0.0.0") host = "127.0.0.1";
+  const bool isIp = host.find_first_not_of("0123456789.:[]") == std::string::npos;
+  std::string bare = host;
+  if (!bare.empty() && bare.front() == '[') bare = bare.substr(1, bare.size() - 2);
+  kube::Result<kube::KeyPair> cert =
+      kube::issueCert(opts_.ca, "strait-webhook", {}, isIp ? std::vector<std::string>{}
+                                                           : std::vector<std::string>{bare},
+                      isIp ? std::vector<std::string>{bare} : std::vector<std::string>{}, true);
+  if (!cert.ok()) return cert.error();
+
+  kube::InformerOptions io{res::kNamespaces, "", std::string(kLabelOffloaded) + "=true", ""};
+  namespaces_ = std::make_unique<kube::Informer>(local_, io);
+  // A namespace offloaded (or seen offloaded at start): its Pods created without the webhook
+  // get the toleration now.
+  namespaces_->addHandlers(
+      {[this](const kube::ObjectPtr& ns) { queueNamespace(kube::getName(*ns)); },
+       [this](const kube::ObjectPtr&, const kube::ObjectPtr& ns) {
+         queueNamespace(kube::getName(*ns));
+       },
+       nullptr});
+  namespaces_->start();
+
+  kube::Result<std::unique_ptr<HttpsEndpoint>> server = startHttpsEndpoint(
+      opts_.listenHost, opts_.listenPort, cert->certPem + opts_.ca.certPem, cert->keyPem,
+      [this](const std::string& method, const std::string& path, const std::string& body) {
+        if (method == "POST" && path == kPath) {
+          return HttpsReply{200, "application/json", review(body)};
+        }
+        if (method == "POST" && path == kDaemonSetPath) {
+          return HttpsReply{200, "application/json", reviewDaemonSet(body)};
+        }
+        return HttpsReply{404, "application/json",
+                          R"({"message":"not found: POST )" + std::string(kPath) + " or " +
+                              kDaemonSetPath + R"( only"})"};
+      });
+  if (!server.ok()) return server.error();
+  server_ = std::move(*server);
+
+  if (kube::Status st = reconcileConfiguration(); !st.ok()) return st;
   spdlog::info("event=webhook_started url={} configuration={}", url(), opts_.configName);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = false;
+  }
+  resync_ = std::thread([this] { resyncLoop(); });
   return kube::Status::OK();
 }
 
 void WebhookServer::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (resync_.joinable()) resync_.join();
   if (server_) server_->stop();
   if (namespaces_) namespaces_->stop();
 }

@@ -10,13 +10,22 @@
 //    second webhook, DaemonSets (apps/v1, CREATE and UPDATE) in every namespace, at
 //    /mutate-daemonsets (daemonset_webhook.h: keeps daemon Pods off virtual nodes);
 //  - a Namespace informer (offloaded ones) for lookups, with a GET on a miss (a namespace
-//    offloaded a moment ago).
+//    offloaded a moment ago);
+//  - a resync thread that restores the configuration when it was deleted or its URL, CA
+//    bundle, rules or failure policy changed (every `resyncInterval`), and gives the
+//    toleration to Pending Pods the webhook missed (toleration_repair.h) in each namespace
+//    when it becomes offloaded, when the server starts, and every tenth resync.
 // Constructor does no I/O; start() does. Thread-safe: requests on the server's connection
 // threads; start/stop from one thread.
 
+#include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <thread>
 
 #include "kube/client.h"
 #include "kube/pki.h"
@@ -38,6 +47,7 @@ struct WebhookServerOptions {
   kube::KeyPair ca;  // signs the serving certificate; its certificate is the caBundle
   TolerationWebhookConfig tolerations;
   std::string configName = "strait-offloading";
+  std::chrono::milliseconds resyncInterval{2000};
 };
 
 class WebhookServer {
@@ -63,11 +73,22 @@ class WebhookServer {
  private:
   std::optional<Offloading> lookup(const std::string& ns);
   std::string urlFor(const std::string& path) const;
+  nlohmann::json desiredConfiguration() const;
+  // Creates or updates the configuration unless it already says what this server serves.
+  // Sets *changed (if given) when it wrote.
+  kube::Status reconcileConfiguration(bool* changed = nullptr);
+  void resyncLoop();
+  void queueNamespace(const std::string& ns);
 
   kube::Client& local_;
   const WebhookServerOptions opts_;
   std::unique_ptr<kube::Informer> namespaces_;
   std::unique_ptr<HttpsEndpoint> server_;
+  std::thread resync_;
+  std::mutex mu_;  // guards the fields below
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::set<std::string> pendingNamespaces_;  // offloaded since the last repair pass
 };
 
 }  // namespace strait::vnode

@@ -8,7 +8,7 @@ namespace strait::e2e {
 
 std::string AgentProcess::start(const std::string& kubeconfig, const std::string& clusterName,
                                 const std::vector<std::string>& extraArgs,
-                                const std::string& listen) {
+                                const std::string& listen, const std::string& readyEvent) {
   kubeconfig_ = kubeconfig;
   clusterName_ = clusterName;
   extraArgs_ = extraArgs;
@@ -23,6 +23,18 @@ std::string AgentProcess::start(const std::string& kubeconfig, const std::string
   if (!process_->start(argv, {}, dir_->file("agent" + std::to_string(starts_) + ".out"), err,
                        &error)) {
     return "start agent: " + error;
+  }
+  if (readyEvent != "event=agent_started") {
+    bool seen = waitFor(
+        [&] {
+          return process_->stderrText().find(readyEvent) != std::string::npos ||
+                 !process_->running();
+        },
+        std::chrono::seconds(60));
+    if (!seen || !process_->running()) {
+      return "agent did not log " + readyEvent + ":\n" + process_->stderrText();
+    }
+    return {};
   }
   std::string endpointLine, portLine, linkLine;
   auto field = [](const std::string& log, size_t at, const std::string& key) {

@@ -24,9 +24,12 @@ class AgentProcess {
   // Starts the agent with `extraArgs` and waits for its event=agent_started log line.
   // `listen` "127.0.0.1:0" picks a port; restart() reuses the bound port. Returns "" on
   // success or what went wrong (with the agent's stderr).
+  // `readyEvent` other than event=agent_started (e.g. event=standby for a second agent of
+  // the same cluster) is waited for instead, and no endpoint is read.
   std::string start(const std::string& kubeconfig, const std::string& clusterName,
                     const std::vector<std::string>& extraArgs,
-                    const std::string& listen = "127.0.0.1:0");
+                    const std::string& listen = "127.0.0.1:0",
+                    const std::string& readyEvent = "event=agent_started");
   // Stops (SIGTERM, then SIGKILL) and starts again on the same port. Logs accumulate.
   std::string restart();
   // Stops the process. Idempotent.

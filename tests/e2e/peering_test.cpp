@@ -78,7 +78,16 @@ TEST_F(PeeringTest, InBandPeeringShowsOnBothSidesAndUnpeerLeavesNothing) {
   EXPECT_EQ(c["remote"], "provider");
   EXPECT_EQ(c["granted"]["cpu"], "2");
   EXPECT_EQ(c["granted"]["memory"], "4Gi");
-  EXPECT_EQ(c["virtualNodeReady"], "False");
+  // VNODE-READY agrees with the virtual Node's Ready condition.
+  EXPECT_TRUE(waitFor(
+      [&] {
+        CommandResult r = kubectlOn(consumer(), {"get", "node", "strait-provider", "-o",
+                                                 "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"});
+        const std::string want = r.exitCode == 0 && r.out == "True" ? "True" : "False";
+        return onlyRow(consumer()).value("virtualNodeReady", "") == want;
+      },
+      10s))
+      << status(consumer()).dump(2);
   json pr = onlyRow(provider());
   EXPECT_EQ(pr["role"], "Consumer");
   EXPECT_EQ(pr["clusterID"], consumerId);

@@ -56,8 +56,9 @@ TEST(NodeBuilder, LabelsTaintAddressesAndCapacity) {
     EXPECT_EQ((*cond(n, t))["lastHeartbeatTime"], "2025-11-30T04:00:00Z");
   }
   EXPECT_EQ((*cond(n, "Ready"))["status"], "True");
-  EXPECT_EQ((*cond(n, "NetworkUnavailable"))["status"], "False");
-  EXPECT_EQ((*cond(n, "NetworkUnavailable"))["reason"], "RouteCreated");
+  // No peering sets up a tunnel yet: pod traffic does not cross, as TunnelUp=False says.
+  EXPECT_EQ((*cond(n, "NetworkUnavailable"))["status"], "True");
+  EXPECT_EQ((*cond(n, "NetworkUnavailable"))["reason"], "TunnelNotConfigured");
   EXPECT_EQ(nodeReadyStatus(n), "True");
 }
 

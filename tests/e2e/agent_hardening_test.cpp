@@ -1,0 +1,319 @@
+// The consumer agent with real processes when things go wrong around it: two `strait
+// minicluster` ("home": 1 node x 1 CPU, "cloud": 2 nodes x 8 CPU), a `strait agent` on each,
+// `strait peer`, `strait offload namespace demo`, real kubectl.
+//  - One agent per cluster: a second agent for home waits as a standby ("standby: leader is
+//    ..."), takes over within the lease duration after the first is killed with SIGKILL, and
+//    points the toleration webhook at itself, so new Pods still offload; what the agent
+//    publishes (endpoint ConfigMap, webhook configuration) is restored when someone changes it.
+//  - Pods created while the consumer agent was down (the webhook skipped: failurePolicy
+//    Ignore) get the toleration once the agent is back, with an Event, and run on the
+//    virtual node.
+//  - `strait status` tells the truth: USED is what the provider admitted, VNODE-READY
+//    follows the virtual Node, TUNNEL is False and the virtual Node's NetworkUnavailable
+//    agrees, CONNECTED on the provider turns False within --lost-after of the consumer
+//    agent's death.
+// Each test starts from the suite's clusters (ctest runs every test in a process of its own).
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "e2e/cluster_fixture.h"
+#include "e2e/peering_fixture.h"
+#include "kube/quantity.h"
+
+namespace strait::e2e {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr auto kLeaseDuration = 3s;
+constexpr auto kLostAfter = 3s;
+
+class AgentHardeningTest : public ::testing::Test {
+ public:
+  static void SetUpTestSuite() {
+    error_.clear();
+    home_ = new Minicluster();
+    cloud_ = new Minicluster();
+    homeAgent_ = new AgentProcess();
+    cloudAgent_ = new AgentProcess();
+    error_ = home_->start("home", 60s, {"--nodes", "1", "--node-cpu", "1", "--node-memory", "4Gi"});
+    if (error_.empty()) {
+      error_ = cloud_->start("cloud", 60s, {"--nodes", "2", "--node-cpu", "8", "--node-memory", "16Gi"});
+    }
+    if (error_.empty()) {
+      std::vector<std::string> args = agentArgs();
+      args.insert(args.end(), {"--share", "1"});
+      error_ = cloudAgent_->start(cloud_->kubeconfig(), "cloud", args);
+    }
+    if (error_.empty()) error_ = homeAgent_->start(home_->kubeconfig(), "home", agentArgs());
+    if (error_.empty()) error_ = peerAndOffload();
+  }
+  static void TearDownTestSuite() {
+    delete homeAgent_;
+    delete cloudAgent_;
+    delete home_;
+    delete cloud_;
+    homeAgent_ = cloudAgent_ = nullptr;
+    home_ = cloud_ = nullptr;
+  }
+  static std::vector<std::string> agentArgs() {
+    return {"--heartbeat-interval", "300ms", "--lost-after", "3s", "--kubelet-port", "0",
+            "--leader-lease-duration", "3s"};
+  }
+
+ protected:
+  static std::string peerAndOffload() {
+    CommandResult p = runCommand({straitBinary(), "peer", "--kubeconfig", home_->kubeconfig(),
+                                  "--remote-kubeconfig", cloud_->kubeconfig(), "--cpu", "8",
+                                  "--memory", "16Gi", "--pods", "50"},
+                                 {}, 120s);
+    if (p.exitCode != 0) return "peer: " + p.describe();
+    TempDir cache("strait-hardening-setup");
+    auto kc = [&](const std::vector<std::string>& args) {
+      std::vector<std::string> argv = {"kubectl", "--kubeconfig", home_->kubeconfig()};
+      argv.insert(argv.end(), args.begin(), args.end());
+      return runCommand(argv, {{"KUBECACHEDIR", cache.path() + "/kcache"}, {"HOME", cache.path()}},
+                        60s);
+    };
+    CommandResult ready;
+    if (!waitFor([&] {
+          ready = kc({"get", "node", "strait-cloud", "-o",
+                      "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"});
+          return ready.exitCode == 0 && ready.out == "True";
+        }, 60s)) {
+      return "virtual node strait-cloud not Ready: " + ready.describe();
+    }
+    CommandResult ns = kc({"create", "namespace", "demo"});
+    if (ns.exitCode != 0) return "namespace: " + ns.describe();
+    CommandResult off = runCommand(
+        {straitBinary(), "offload", "namespace", "demo", "--kubeconfig", home_->kubeconfig()}, {},
+        120s);
+    return off.exitCode == 0 ? "" : "offload: " + off.describe();
+  }
+
+  void SetUp() override {
+    ASSERT_TRUE(error_.empty()) << error_;
+    dir_ = std::make_unique<TempDir>("strait-hardening-test");
+  }
+
+  CommandResult strait(const std::vector<std::string>& args, std::chrono::milliseconds t = 120s) {
+    std::vector<std::string> argv = {straitBinary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runCommand(argv, {}, t);
+  }
+  CommandResult kubectl(const Minicluster& c, const std::vector<std::string>& args,
+                        const std::string& stdinText = "") {
+    static int n = 0;
+    std::vector<std::string> argv = {"kubectl", "--kubeconfig", c.kubeconfig()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Env env = {{"KUBECACHEDIR", dir_->path() + "/kcache" + std::to_string(++n)},
+               {"HOME", dir_->path()}};
+    return runCommand(argv, env, 60s, stdinText);
+  }
+  json getJson(const Minicluster& c, const std::vector<std::string>& args) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"-o", "json"});
+    CommandResult r = kubectl(c, a);
+    if (r.exitCode != 0) return json();
+    json j = json::parse(r.out, nullptr, false);
+    return j.is_discarded() ? json() : j;
+  }
+  // The only row of `strait status -o json` on `c` (null if none).
+  json row(const Minicluster& c) {
+    CommandResult r = strait({"status", "--kubeconfig", c.kubeconfig(), "-o", "json"}, 30s);
+    json rows = r.exitCode == 0 ? json::parse(r.out, nullptr, false) : json();
+    return rows.is_array() && rows.size() == 1 ? rows[0] : json();
+  }
+  static bool tolerates(const json& pod) {
+    for (const json& t : pod.value("/spec/tolerations"_json_pointer, json::array())) {
+      if (t.value("key", "") == "virtual-node.strait.io/not-allowed") return true;
+    }
+    return false;
+  }
+  // A Pod of 2 CPU: more than the home node has, so only the virtual node can hold it.
+  static std::string bigPod(const std::string& name) {
+    return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
+           R"(","namespace":"demo"},"spec":{"containers":[{"name":"c","image":"nginx:1.27",)"
+           R"("resources":{"requests":{"cpu":"2","memory":"64Mi"}}}]}})";
+  }
+  static std::string bigDeployment(const std::string& name, int replicas) {
+    return R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":")" + name +
+           R"(","namespace":"demo"},"spec":{"replicas":)" + std::to_string(replicas) +
+           R"(,"selector":{"matchLabels":{"app":")" + name +
+           R"("}},"template":{"metadata":{"labels":{"app":")" + name +
+           R"("}},"spec":{"containers":[{"name":"c","image":"nginx:1.27",)"
+           R"("resources":{"requests":{"cpu":"2","memory":"64Mi"}}}]}}}})";
+  }
+  // Pods with label app=`app` in demo: how many exist and how many run on the virtual node.
+  std::pair<int, int> offloaded(const std::string& app) {
+    json pods = getJson(*home_, {"get", "pods", "-n", "demo", "-l", "app=" + app});
+    int total = 0, running = 0;
+    for (const json& p : pods.value("items", json::array())) {
+      ++total;
+      if (p.value("/spec/nodeName"_json_pointer, std::string()) == "strait-cloud" &&
+          p.value("/status/phase"_json_pointer, std::string()) == "Running") {
+        ++running;
+      }
+    }
+    return {total, running};
+  }
+  std::string webhookUrl() {
+    return kubectl(*home_, {"get", "mutatingwebhookconfiguration", "strait-offloading", "-o",
+                            "jsonpath={.webhooks[0].clientConfig.url}"})
+        .out;
+  }
+  // The URL an agent registered, from its event=webhook_started line ("" if none yet).
+  static std::string registeredUrl(const AgentProcess& a) {
+    std::string logs = a.logs();
+    size_t at = logs.rfind("event=webhook_started url=");
+    if (at == std::string::npos) return {};
+    at += std::string("event=webhook_started url=").size();
+    return logs.substr(at, logs.find_first_of(" \n", at) - at);
+  }
+
+  static Minicluster* home_;
+  static Minicluster* cloud_;
+  static AgentProcess* homeAgent_;
+  static AgentProcess* cloudAgent_;
+  static std::string error_;
+  std::unique_ptr<TempDir> dir_;
+};
+
+Minicluster* AgentHardeningTest::home_ = nullptr;
+Minicluster* AgentHardeningTest::cloud_ = nullptr;
+AgentProcess* AgentHardeningTest::homeAgent_ = nullptr;
+AgentProcess* AgentHardeningTest::cloudAgent_ = nullptr;
+std::string AgentHardeningTest::error_;
+
+TEST_F(AgentHardeningTest, SecondAgentWaitsAsStandbyAndTakesOverAfterKill9) {
+  const std::string urlA = registeredUrl(*homeAgent_);
+  ASSERT_FALSE(urlA.empty()) << homeAgent_->logs();
+  EXPECT_EQ(webhookUrl(), urlA);
+
+  AgentProcess standby;
+  ASSERT_EQ(standby.start(home_->kubeconfig(), "home", agentArgs(), "127.0.0.1:0", "event=standby"),
+            "");
+  EXPECT_NE(standby.logs().find("standby: leader is "), std::string::npos) << standby.logs();
+  // The standby acts on nothing: the webhook still points at the leader.
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(standby.logs().find("event=agent_started"), std::string::npos) << standby.logs();
+  EXPECT_EQ(webhookUrl(), urlA);
+
+  homeAgent_->kill();
+  const auto killedAt = std::chrono::steady_clock::now();
+  ASSERT_TRUE(waitFor([&] { return standby.logs().find("event=leading") != std::string::npos; },
+                      30s, 20ms))
+      << standby.logs();
+  const auto tookOver = std::chrono::steady_clock::now() - killedAt;
+  // The lease lapses kLeaseDuration after the last renewal the standby saw (it sees each
+  // within a retry period, a seventh of the lease, jittered by up to 20%) and it tries again
+  // within another retry period.
+  const std::chrono::milliseconds lease = kLeaseDuration;
+  EXPECT_LE(tookOver, lease + lease * 24 / 70 + 300ms)
+      << std::chrono::duration_cast<std::chrono::milliseconds>(tookOver).count() << " ms";
+  ASSERT_TRUE(waitFor([&] { return !registeredUrl(standby).empty(); }, 60s)) << standby.logs();
+  const std::string urlB = registeredUrl(standby);
+  EXPECT_NE(urlB, urlA);
+  EXPECT_TRUE(waitFor([&] { return webhookUrl() == urlB; }, 10s)) << webhookUrl();
+
+  // A new Pod in the offloaded namespace gets the toleration and runs on the virtual node.
+  ASSERT_TRUE(waitFor([&] {
+    CommandResult r = kubectl(*home_, {"get", "node", "strait-cloud", "-o",
+                                       "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"});
+    return r.out == "True";
+  }, 60s));
+  CommandResult made = kubectl(*home_, {"apply", "-f", "-"}, bigPod("after-takeover"));
+  ASSERT_EQ(made.exitCode, 0) << made.describe();
+  json pod = getJson(*home_, {"get", "pod", "after-takeover", "-n", "demo"});
+  EXPECT_TRUE(tolerates(pod)) << pod.dump();
+  EXPECT_TRUE(waitFor([&] {
+    json p = getJson(*home_, {"get", "pod", "after-takeover", "-n", "demo"});
+    return p.value("/spec/nodeName"_json_pointer, std::string()) == "strait-cloud" &&
+           p.value("/status/phase"_json_pointer, std::string()) == "Running";
+  }, 90s)) << getJson(*home_, {"get", "pod", "after-takeover", "-n", "demo"}).dump();
+
+  // What the leader publishes is put back when someone else changes it.
+  CommandResult patched = kubectl(
+      *home_, {"patch", "mutatingwebhookconfiguration", "strait-offloading", "--type", "json", "-p",
+               R"([{"op":"replace","path":"/webhooks/0/clientConfig/url","value":"https://127.0.0.1:1/mutate-pods"}])"});
+  ASSERT_EQ(patched.exitCode, 0) << patched.describe();
+  EXPECT_TRUE(waitFor([&] { return webhookUrl() == urlB; }, 15s)) << webhookUrl();
+  CommandResult endpoint = kubectl(*home_, {"get", "configmap", "-n", "strait-system", "strait-agent",
+                                            "-o", "jsonpath={.data.endpoint}"});
+  ASSERT_EQ(endpoint.exitCode, 0) << endpoint.describe();
+  ASSERT_EQ(kubectl(*home_, {"delete", "configmap", "-n", "strait-system", "strait-agent"}).exitCode, 0);
+  EXPECT_TRUE(waitFor([&] {
+    return kubectl(*home_, {"get", "configmap", "-n", "strait-system", "strait-agent", "-o",
+                            "jsonpath={.data.endpoint}"})
+               .out == endpoint.out;
+  }, 15s));
+  standby.stop();
+}
+
+TEST_F(AgentHardeningTest, PodsCreatedWhileTheAgentWasDownGetTheTolerationAndOffload) {
+  homeAgent_->stop();
+  CommandResult d = kubectl(*home_, {"apply", "-f", "-"}, bigDeployment("late", 2));
+  ASSERT_EQ(d.exitCode, 0) << d.describe();
+  ASSERT_TRUE(waitFor([&] { return offloaded("late").first == 2; }, 60s));
+  json pods = getJson(*home_, {"get", "pods", "-n", "demo", "-l", "app=late"});
+  for (const json& p : pods.value("items", json::array())) {
+    EXPECT_FALSE(tolerates(p)) << "the webhook was down, yet: " << p.dump();
+  }
+  ASSERT_EQ(homeAgent_->restart(), "");
+  EXPECT_TRUE(waitFor([&] { return offloaded("late").second == 2; }, 120s))
+      << getJson(*home_, {"get", "pods", "-n", "demo", "-l", "app=late"}).dump(1);
+  // Each says why it changed.
+  json events = getJson(*home_, {"get", "events", "-n", "demo", "--field-selector",
+                                 "reason=TolerationAdded"});
+  EXPECT_GE(events.value("items", json::array()).size(), 2u) << events.dump(1);
+}
+
+TEST_F(AgentHardeningTest, StatusColumnsTellTheTruth) {
+  CommandResult d = kubectl(*home_, {"apply", "-f", "-"}, bigDeployment("used", 3));
+  ASSERT_EQ(d.exitCode, 0) << d.describe();
+  ASSERT_TRUE(waitFor([&] { return offloaded("used").second == 3; }, 120s))
+      << getJson(*home_, {"get", "pods", "-n", "demo", "-l", "app=used"}).dump(1);
+
+  // USED: what the provider admitted for this consumer (3 Pods x 2 CPU x 64Mi).
+  json r;
+  EXPECT_TRUE(waitFor([&] {
+    r = row(*home_);
+    if (!r.is_object() || !r["used"].is_object()) return false;
+    auto cpu = kube::Quantity::parse(r["used"].value("cpu", "0"));
+    auto mem = kube::Quantity::parse(r["used"].value("memory", "0"));
+    return r["used"].value("pods", "") == "3" && cpu.ok() && cpu->milliValue() == 6000 &&
+           mem.ok() && mem->milliValue() == 3LL * 64 * 1024 * 1024 * 1000;
+  }, 30s)) << r.dump(1);
+
+  // VNODE-READY follows the virtual Node's Ready condition.
+  EXPECT_TRUE(waitFor([&] { return row(*home_).value("virtualNodeReady", "") == "True"; }, 30s))
+      << row(*home_).dump(1);
+
+  // TUNNEL is False (no peering sets up a tunnel yet), and the virtual Node agrees.
+  EXPECT_EQ(row(*home_).value("tunnel", ""), "False");
+  CommandResult net = kubectl(*home_, {"get", "node", "strait-cloud", "-o",
+                                       "jsonpath={.status.conditions[?(@.type==\"NetworkUnavailable\")]"
+                                       ".status} {.status.conditions[?(@.type==\"NetworkUnavailable\")].reason}"});
+  EXPECT_EQ(net.out, "True TunnelNotConfigured") << net.describe();
+
+  // CONNECTED on the provider turns False within --lost-after of the consumer agent's death.
+  ASSERT_TRUE(waitFor([&] { return row(*cloud_).value("connected", "") == "True"; }, 30s));
+  homeAgent_->kill();
+  const auto killedAt = std::chrono::steady_clock::now();
+  ASSERT_TRUE(waitFor([&] { return row(*cloud_).value("connected", "") == "False"; }, 30s, 20ms))
+      << row(*cloud_).dump(1);
+  const auto noticed = std::chrono::steady_clock::now() - killedAt;
+  // The provider marks it lost at most --lost-after after its last heartbeat, which came
+  // before the kill; the status write and each `strait status` poll add a little.
+  EXPECT_LE(noticed, kLostAfter + 1s)
+      << std::chrono::duration_cast<std::chrono::milliseconds>(noticed).count() << " ms";
+  // VNODE-READY follows the Node down too once its stream grace is over: not asserted here
+  // (the grace is 40 s).
+}
+
+}  // namespace
+}  // namespace strait::e2e
