@@ -13,6 +13,7 @@
 #include "kube/patch.h"
 #include "kube/yaml_json.h"
 #include "minicluster/apply.h"
+#include "minicluster/pod_security_admission.h"
 #include "minicluster/strategy.h"
 
 namespace strait::minicluster {
@@ -310,6 +311,9 @@ Result<ObjectPtr> Rest::create(const ResourceInfo& info, const std::string& ns, 
     if (admission_ && attempt == 0) {
       if (auto s = admission_->validate(attrs, &obj); !s) return s.error();
     }
+    if (attempt == 0) {
+      if (auto s = admitPodSecurity(store_, attrs, obj, warnings); !s) return s.error();
+    }
     std::string name = obj["metadata"]["name"];
     if (opts.dryRun) {
       if (store_.get(key(info, nsName, name))) {
@@ -395,6 +399,7 @@ Result<ObjectPtr> Rest::write(const ResourceInfo& info, const std::string& ns,
     if (admission_) {
       if (auto s = admission_->validate(attrs, &obj); !s) return s.error();
     }
+    if (auto s = admitPodSecurity(store_, attrs, obj, nullptr); !s) return s.error();
     obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"];
     if (obj == old) return current;  // no-op: no new resourceVersion, no event
     if (dryRun) {
