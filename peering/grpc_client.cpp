@@ -75,7 +75,6 @@ class GrpcClient final : public RpcClient {
  public:
   GrpcClient(std::shared_ptr<grpc::Channel> channel, std::function<std::shared_ptr<grpc::Channel>()> dial)
       : peering_(v1::Peering::NewStub(channel)),
-        reflection_(v1::Reflection::NewStub(channel)),
         dial_(std::move(dial)),
         kubelet_(newKubeletClient(channel)) {}
 
@@ -95,18 +94,6 @@ class GrpcClient final : public RpcClient {
                     std::chrono::milliseconds timeout) override {
     return call(*peering_, &v1::Peering::Stub::Unpeer, req, resp, timeout);
   }
-  kube::Status applyObject(const v1::ObjectRequest& req, v1::ObjectResponse* resp,
-                    std::chrono::milliseconds timeout) override {
-    return call(*reflection_, &v1::Reflection::Stub::ApplyObject, req, resp, timeout);
-  }
-  kube::Status getObject(const v1::ObjectRequest& req, v1::ObjectResponse* resp,
-                    std::chrono::milliseconds timeout) override {
-    return call(*reflection_, &v1::Reflection::Stub::GetObject, req, resp, timeout);
-  }
-  kube::Status deleteObject(const v1::ObjectRequest& req, v1::ObjectResponse* resp,
-                    std::chrono::milliseconds timeout) override {
-    return call(*reflection_, &v1::Reflection::Stub::DeleteObject, req, resp, timeout);
-  }
   kube::Result<std::unique_ptr<EventStream>> openStream() override {
     std::shared_ptr<grpc::Channel> channel = dial_();
     if (!channel) return kube::makeError(kube::Code::Internal, "gRPC client: no channel");
@@ -125,7 +112,6 @@ class GrpcClient final : public RpcClient {
     return fromGrpc((stub.*method)(&ctx, req, resp));
   }
   std::unique_ptr<v1::Peering::Stub> peering_;
-  std::unique_ptr<v1::Reflection::Stub> reflection_;
   std::function<std::shared_ptr<grpc::Channel>()> dial_;  // a new channel, same settings
   std::shared_ptr<KubeletClient> kubelet_;
 };

@@ -88,21 +88,6 @@ class PeeringServiceImpl final : public v1::Peering::Service {
 class ReflectionServiceImpl final : public v1::Reflection::Service {
  public:
   explicit ReflectionServiceImpl(PeeringHandler& h) : h_(h) {}
-  grpc::Status ApplyObject(grpc::ServerContext* ctx, const v1::ObjectRequest* req,
-                           v1::ObjectResponse* resp) override {
-    return authenticated(ctx, "ApplyObject",
-                         [&](const Caller& c) { return h_.applyObject(c, *req, resp); });
-  }
-  grpc::Status GetObject(grpc::ServerContext* ctx, const v1::ObjectRequest* req,
-                         v1::ObjectResponse* resp) override {
-    return authenticated(ctx, "GetObject",
-                         [&](const Caller& c) { return h_.getObject(c, *req, resp); });
-  }
-  grpc::Status DeleteObject(grpc::ServerContext* ctx, const v1::ObjectRequest* req,
-                            v1::ObjectResponse* resp) override {
-    return authenticated(ctx, "DeleteObject",
-                         [&](const Caller& c) { return h_.deleteObject(c, *req, resp); });
-  }
   grpc::Status Stream(grpc::ServerContext* ctx,
                       grpc::ServerReaderWriter<v1::ReflectionEvent, v1::ReflectionEvent>* rw) override {
     return authenticated(ctx, "Stream", [&](const Caller& c) {

@@ -34,20 +34,6 @@ kube::Status ignoreAlreadyExists(const kube::Result<json>& r) {
   return r.error();
 }
 
-// Kinds a consumer may put in its namespaces, and where they live.
-const std::map<std::string, kube::ResourceRef>& reflectedKinds() {
-  static const std::map<std::string, kube::ResourceRef> kinds = {
-      {"v1/Pod", kube::resources::kPods},
-      {"v1/Service", kube::resources::kServices},
-      {"v1/ConfigMap", kube::resources::kConfigMaps},
-      {"v1/Secret", kube::resources::kSecrets},
-      {"v1/ServiceAccount", kube::resources::kServiceAccounts},
-      {"v1/Event", kube::resources::kEvents},
-      {"v1/PersistentVolumeClaim", {"", "v1", "persistentvolumeclaims", true}},
-      {"discovery.k8s.io/v1/EndpointSlice", kube::resources::kEndpointSlices},
-  };
-  return kinds;
-}
 
 // Status conditions of a consumer's ForeignCluster on the provider.
 json providerConditions(bool connected, const std::string& reason, const std::string& message,
@@ -224,10 +210,13 @@ kube::Status ProviderService::join(const Caller& caller, const v1::JoinRequest& 
   if (!info.ok() || info->commonName != consumerId) {
     return makeError(Code::Invalid, "join refused: the CSR's CommonName must be the consumer ID");
   }
+  json tenantLabels = ownershipLabels(consumerId);
+  tenantLabels[std::string(kube::kPodSecurityEnforceLabel)] =
+      std::string(kube::podSecurityLevelName(config_.podSecurity));
+  tenantLabels[std::string(kube::kPodSecurityEnforceVersionLabel)] = "latest";
   json ns = {{"apiVersion", "v1"},
              {"kind", "Namespace"},
-             {"metadata", {{"name", tenantNamespace(consumerId)},
-                           {"labels", ownershipLabels(consumerId)}}}};
+             {"metadata", {{"name", tenantNamespace(consumerId)}, {"labels", tenantLabels}}}};
   if (kube::Status s = ignoreAlreadyExists(client_.create(kube::resources::kNamespaces, "", ns));
       !s.ok()) {
     return s;
@@ -495,77 +484,6 @@ void ProviderService::sweepExpiredTokens(std::chrono::system_clock::time_point n
   }
 }
 
-kube::Result<kube::ResourceRef> ProviderService::objectResource(const Caller& caller,
-                                                                const v1::ObjectRequest& req) {
-  if (kube::Status s = requireActive(caller, nullptr); !s.ok()) return s.error();
-  const std::string& ns = req.namespace_();
-  const std::string suffix = "-" + caller.clusterId;
-  bool offloaded = ns.size() > suffix.size() &&
-                   ns.compare(ns.size() - suffix.size(), suffix.size(), suffix) == 0;
-  if (ns != tenantNamespace(caller.clusterId) && !offloaded) {
-    spdlog::warn("event=object_refused consumer={} namespace={} kind={}", caller.clusterId, ns,
-                 req.kind());
-    return makeError(Code::Forbidden, "cluster " + caller.clusterId + " may not act in namespace \"" +
-                                          ns + "\" (only " + tenantNamespace(caller.clusterId) +
-                                          " and <namespace>" + suffix + ")");
-  }
-  auto it = reflectedKinds().find(req.api_version() + "/" + req.kind());
-  if (it == reflectedKinds().end()) {
-    return makeError(Code::Forbidden, "kind " + req.api_version() + "/" + req.kind() +
-                                          " is not one a consumer may reflect");
-  }
-  if (req.name().empty()) return makeError(Code::Invalid, "object name is required");
-  return it->second;
-}
-
-kube::Status ProviderService::applyObject(const Caller& caller, const v1::ObjectRequest& req,
-                                          v1::ObjectResponse* resp) {
-  kube::Result<kube::ResourceRef> ref = objectResource(caller, req);
-  if (!ref.ok()) return ref.error();
-  json obj = json::parse(req.json(), nullptr, false);
-  if (obj.is_discarded() || !obj.is_object()) {
-    return makeError(Code::Invalid, "object is not a JSON object");
-  }
-  if (obj.contains("metadata") && !obj["metadata"].is_object()) {
-    return makeError(Code::Invalid, "object metadata is not a JSON object");
-  }
-  if (obj.contains("metadata") && obj["metadata"].contains("labels") &&
-      !obj["metadata"]["labels"].is_object()) {
-    return makeError(Code::Invalid, "object metadata.labels is not a JSON object");
-  }
-  obj["apiVersion"] = req.api_version();
-  obj["kind"] = req.kind();
-  obj["metadata"]["namespace"] = req.namespace_();
-  obj["metadata"]["name"] = req.name();
-  const json labels = ownershipLabels(caller.clusterId);
-  for (const auto& [k, v] : labels.items()) obj["metadata"]["labels"][k] = v;
-  if (req.namespace_() != tenantNamespace(caller.clusterId)) {
-    json ns = {{"apiVersion", "v1"},
-               {"kind", "Namespace"},
-               {"metadata", {{"name", req.namespace_()}, {"labels", ownershipLabels(caller.clusterId)}}}};
-    if (kube::Status s = ignoreAlreadyExists(client_.create(kube::resources::kNamespaces, "", ns));
-        !s.ok()) {
-      return s;
-    }
-  }
-  kube::Result<json> cur = client_.get(*ref, req.namespace_(), req.name());
-  if (req.kind() == "Pod" && !cur.ok()) {
-    if (kube::Status s = checkGrant(caller.clusterId, obj); !s.ok()) return s;
-  }
-  kube::Result<json> out = json();
-  if (cur.ok()) {
-    obj["metadata"]["resourceVersion"] = (*cur)["metadata"]["resourceVersion"];
-    out = client_.update(*ref, req.namespace_(), obj);
-  } else if (cur.code() == Code::NotFound) {
-    out = client_.create(*ref, req.namespace_(), obj);
-  } else {
-    return cur.error();
-  }
-  if (!out.ok()) return out.error();
-  resp->set_json(out->dump());
-  return kube::Status::OK();
-}
-
 kube::Status ProviderService::checkGrant(const std::string& consumerId, const json& pod) {
   ResourceMap granted;
   {
@@ -622,25 +540,6 @@ kube::Status ProviderService::checkGrantUsage(const std::string& consumerId, con
                                             ", granted " + grant.toString());
     }
   }
-  return kube::Status::OK();
-}
-
-kube::Status ProviderService::getObject(const Caller& caller, const v1::ObjectRequest& req,
-                                        v1::ObjectResponse* resp) {
-  kube::Result<kube::ResourceRef> ref = objectResource(caller, req);
-  if (!ref.ok()) return ref.error();
-  kube::Result<json> cur = client_.get(*ref, req.namespace_(), req.name());
-  if (!cur.ok()) return cur.error();
-  resp->set_json(cur->dump());
-  return kube::Status::OK();
-}
-
-kube::Status ProviderService::deleteObject(const Caller& caller, const v1::ObjectRequest& req,
-                                           v1::ObjectResponse* resp) {
-  kube::Result<kube::ResourceRef> ref = objectResource(caller, req);
-  if (!ref.ok()) return ref.error();
-  kube::Result<json> r = client_.remove(*ref, req.namespace_(), req.name());
-  if (!r.ok()) return r.error();
   return kube::Status::OK();
 }
 

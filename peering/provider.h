@@ -1,12 +1,11 @@
 #pragma once
-// The provider side of an agent: answers Join, RenewCertificate, Heartbeat, Unpeer and the
-// tenant-scoped object calls of the consumers that peer with this cluster.
+// The provider side of an agent: answers Join, RenewCertificate, Heartbeat, Unpeer and opens
+// the reflection stream of the consumers that peer with this cluster.
 //
 // Authorization lives here, because the provider agent is the only thing a consumer's
 // certificate can talk to (the consumer never gets credentials for the provider's API
-// server): a call is served only for a consumer with an active peering, and object calls
-// only inside its tenant namespace strait-tenant-<id> and the namespaces it offloads
-// ("<ns>-<id>").
+// server): a call is served only for a consumer with an active peering; what a stream may
+// write is bounded by the reflection (reflection/provider_applier.h).
 //
 // Thread-safe: gRPC calls arrive concurrently; tick() runs on the agent's loop thread.
 // State below is protected by mu_; Kubernetes calls are made without holding it except where
@@ -21,6 +20,7 @@
 #include <string>
 
 #include "kube/client.h"
+#include "kube/pod_security.h"
 #include "peering/identity.h"
 #include "peering/policy.h"
 #include "peering/summary.h"
@@ -35,6 +35,9 @@ struct ProviderConfig {
   // The provider summary sent in heartbeats is recomputed (NodeList + PodList) at most this
   // often; the virtual node's capacity follows the provider within this + one heartbeat.
   std::chrono::milliseconds summaryMaxAge{500};
+  // The Pod Security Standards level of the consumers' Pods here: the tenant namespace is
+  // labelled pod-security.kubernetes.io/enforce=<level> (the reflection stream enforces it).
+  kube::PodSecurityLevel podSecurity = kube::PodSecurityLevel::Baseline;
 };
 
 class ProviderService final : public PeeringHandler {
@@ -66,12 +69,6 @@ class ProviderService final : public PeeringHandler {
   // beside this one (the RemoteKubelet handler) that serve the same consumers.
   kube::Status authorizeConsumer(const Caller& caller);
 
-  kube::Status applyObject(const Caller& caller, const v1::ObjectRequest& req,
-                           v1::ObjectResponse* resp) override;
-  kube::Status getObject(const Caller& caller, const v1::ObjectRequest& req,
-                         v1::ObjectResponse* resp) override;
-  kube::Status deleteObject(const Caller& caller, const v1::ObjectRequest& req,
-                            v1::ObjectResponse* resp) override;
   // Checks that the caller's peering is active, then runs the stream handler (set by the
   // composition root; reflection/stream_server.h). Without one: MethodNotAllowed.
   kube::Status stream(const Caller& caller, EventStream& s) override;
@@ -131,8 +128,6 @@ class ProviderService final : public PeeringHandler {
                                const ResourceMap& granted, ResourceMap used);
   // The provider summary, recomputed when older than config_.summaryMaxAge. Thread-safe.
   ProviderSummary currentSummary(std::chrono::system_clock::time_point now);
-  kube::Result<kube::ResourceRef> objectResource(const Caller& caller,
-                                                 const v1::ObjectRequest& req);
 
   const ClusterIdentity& identity_;
   kube::Client& client_;

@@ -59,12 +59,6 @@ class PeeringHandler {
                                  v1::HeartbeatResponse* resp) = 0;
   virtual kube::Status unpeer(const Caller& caller, const v1::UnpeerRequest& req,
                               v1::UnpeerResponse* resp) = 0;
-  virtual kube::Status applyObject(const Caller& caller, const v1::ObjectRequest& req,
-                                   v1::ObjectResponse* resp) = 0;
-  virtual kube::Status getObject(const Caller& caller, const v1::ObjectRequest& req,
-                                 v1::ObjectResponse* resp) = 0;
-  virtual kube::Status deleteObject(const Caller& caller, const v1::ObjectRequest& req,
-                                    v1::ObjectResponse* resp) = 0;
   // The reflection stream of an authenticated caller: runs for the stream's whole life on a
   // gRPC thread and returns when it ends (the returned Status ends the call). `s` is valid
   // until this returns. Default: MethodNotAllowed (Unimplemented).
@@ -114,12 +108,6 @@ class RpcClient {
                                  std::chrono::milliseconds timeout) = 0;
   virtual kube::Status unpeer(const v1::UnpeerRequest& req, v1::UnpeerResponse* resp,
                               std::chrono::milliseconds timeout) = 0;
-  virtual kube::Status applyObject(const v1::ObjectRequest& req, v1::ObjectResponse* resp,
-                                   std::chrono::milliseconds timeout) = 0;
-  virtual kube::Status getObject(const v1::ObjectRequest& req, v1::ObjectResponse* resp,
-                                 std::chrono::milliseconds timeout) = 0;
-  virtual kube::Status deleteObject(const v1::ObjectRequest& req, v1::ObjectResponse* resp,
-                                    std::chrono::milliseconds timeout) = 0;
   // Opens a reflection stream (mTLS; the client certificate names the caller). Does not wait
   // for the remote: a stream that cannot be established or is refused shows it as read()
   // returning false and status() giving the reason.

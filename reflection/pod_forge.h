@@ -61,6 +61,20 @@ struct PodForgeContext {
 kube::Result<nlohmann::json> forgeRemotePod(const nlohmann::json& local,
                                             const PodForgeContext& ctx);
 
+// Removes from a Pod spec the scheduling fields a Pod in the provider must not carry:
+// nodeName, schedulerName, schedulingGates, priority, priorityClassName, preemptionPolicy,
+// overhead, readinessGates, ephemeralContainers; nodeSelector entries and node-affinity
+// expressions on `nodeLabelKeys`, node-affinity matchFields on metadata.name; the toleration
+// of the virtual node's taint. forgeRemotePod strips with this, and the provider strips
+// every Pod it receives again, so a Pod never picks its provider node. Pure; thread-safe;
+// a non-object `spec` is left as is.
+void stripSchedulingFields(nlohmann::json& spec, const std::set<std::string>& nodeLabelKeys);
+
+// The label keys of a virtual node that select it and nothing else (type,
+// strait.io/remote-cluster-id, kubernetes.io/hostname, kubernetes.io/role). The provider
+// strips selectors on them: in the provider they could only pin a Pod to a named node.
+std::set<std::string> virtualNodeOwnLabelKeys();
+
 // True when `pod` has a controller owner reference of kind DaemonSet.
 bool isDaemonSetPod(const nlohmann::json& pod);
 

@@ -13,8 +13,36 @@ namespace strait::reflection {
 using nlohmann::json;
 namespace res = kube::resources;
 
-ProviderApplier::ProviderApplier(kube::Client& provider, NamespaceMapping mapping)
-    : provider_(provider), mapping_(std::move(mapping)) {}
+kube::Result<json> sanitizeProviderPod(const json& pod, kube::PodSecurityLevel level) {
+  json out = pod;
+  if (out.is_object() && detail::isObj(out, "spec")) {
+    stripSchedulingFields(out["spec"], virtualNodeOwnLabelKeys());
+  }
+  std::vector<kube::PodSecurityViolation> v = kube::checkPodSecurity(level, out);
+  if (!v.empty()) {
+    kube::Error e = kube::makeError(kube::Code::Forbidden,
+                                    "pods \"" + kube::getName(out) + "\" is forbidden: " +
+                                        kube::formatPodSecurityViolations(level, "latest", v));
+    e.kind = "pods";
+    e.name = kube::getName(out);
+    return e;
+  }
+  return out;
+}
+
+bool isProviderReservedNamespace(std::string_view ns) {
+  return ns == "default" || ns == "strait-system" || ns.rfind("kube-", 0) == 0 ||
+         ns.rfind("strait-tenant-", 0) == 0;
+}
+
+json podSecurityNamespaceLabels(kube::PodSecurityLevel level) {
+  return {{std::string(kube::kPodSecurityEnforceLabel), std::string(kube::podSecurityLevelName(level))},
+          {std::string(kube::kPodSecurityEnforceVersionLabel), "latest"}};
+}
+
+ProviderApplier::ProviderApplier(kube::Client& provider, NamespaceMapping mapping,
+                                 kube::PodSecurityLevel podSecurity)
+    : provider_(provider), mapping_(std::move(mapping)), podSecurity_(podSecurity) {}
 
 kube::Status ProviderApplier::ensureNamespace(const std::string& ns) {
   {
@@ -29,17 +57,31 @@ kube::Status ProviderApplier::ensureNamespace(const std::string& ns) {
   kube::Result<json> got = provider_.get(res::kNamespaces, "", ns);
   if (got.ok()) {
     if (kube::Status st = namespaceRefusal(*got); !st.ok()) return st;
+    // Created under another level (the agent's --pod-security changed): the provider's
+    // admission must agree with the level checked here.
+    const json want = podSecurityNamespaceLabels(podSecurity_);
+    auto labels = kube::getLabels(*got);
+    for (const auto& [k, v] : want.items()) {
+      auto it = labels.find(k);
+      if (it != labels.end() && it->second == v.get<std::string>()) continue;
+      kube::Result<json> patched =
+          provider_.patch(res::kNamespaces, "", ns, kube::PatchType::Merge,
+                          json{{"metadata", {{"labels", want}}}});
+      if (!patched.ok()) return patched.error();
+      spdlog::info("event=remote_namespace_relabelled namespace={} pod_security={}", ns,
+                   kube::podSecurityLevelName(podSecurity_));
+      break;
+    }
     return remember();
   }
   if (!kube::isNotFound(got.error())) return got.error();
+  json labels = podSecurityNamespaceLabels(podSecurity_);
+  labels[std::string(kLabelManagedBy)] = std::string(kManagedByValue);
+  labels[std::string(kLabelOriginClusterId)] = mapping_.consumerId();
+  labels[std::string(kLabelOriginUid)] = "namespace";
   json nsObj = {{"apiVersion", "v1"},
                 {"kind", "Namespace"},
-                {"metadata",
-                 {{"name", ns},
-                  {"labels",
-                   {{std::string(kLabelManagedBy), std::string(kManagedByValue)},
-                    {std::string(kLabelOriginClusterId), mapping_.consumerId()},
-                    {std::string(kLabelOriginUid), "namespace"}}}}}};
+                {"metadata", {{"name", ns}, {"labels", std::move(labels)}}}};
   kube::Result<json> created = provider_.create(res::kNamespaces, "", nsObj);
   if (created.ok()) {
     spdlog::info("event=remote_namespace_created namespace={}", ns);
@@ -110,7 +152,7 @@ kube::Result<json> ProviderApplier::apply(const StreamMessage& m, bool likelyNew
   if (m.type != StreamMessageType::Apply) {
     return kube::makeError(kube::Code::BadRequest, "apply: not an APPLY message");
   }
-  if (!mapping_.localNamespace(m.ns)) {
+  if (!mapping_.localNamespace(m.ns) || isProviderReservedNamespace(m.ns)) {
     return kube::makeError(kube::Code::Forbidden,
                            "namespace " + m.ns + " is not offloaded by consumer " +
                                mapping_.consumerId(),
@@ -122,10 +164,18 @@ kube::Result<json> ProviderApplier::apply(const StreamMessage& m, bool likelyNew
     return kube::makeError(kube::Code::BadRequest,
                            "apply: the object does not carry this consumer's origin labels");
   }
+  // A Pod is re-validated here whatever the consumer's forge did.
+  json sanitized;
+  if (m.kind == "Pod") {
+    kube::Result<json> pod = sanitizeProviderPod(m.object, podSecurity_);
+    if (!pod.ok()) return pod.error();
+    sanitized = std::move(*pod);
+  }
+  const json& object = m.kind == "Pod" ? sanitized : m.object;
   if (kube::Status s = ensureNamespace(m.ns); !s.ok()) return s.error();
 
   auto create = [&]() {
-    kube::Result<json> created = provider_.create(*r, m.ns, m.object);
+    kube::Result<json> created = provider_.create(*r, m.ns, object);
     if (!created.ok() && !kube::isAlreadyExists(created.error())) {
       // The namespace may have gone (or be terminating) since it was checked: the next
       // apply checks it again; a missing one is created again right now, once.
@@ -135,7 +185,7 @@ kube::Result<json> ProviderApplier::apply(const StreamMessage& m, bool likelyNew
       }
       if (kube::isNotFound(created.error())) {
         if (kube::Status s = ensureNamespace(m.ns); !s.ok()) return kube::Result<json>(s.error());
-        created = provider_.create(*r, m.ns, m.object);
+        created = provider_.create(*r, m.ns, object);
       }
     }
     if (created.ok()) {
@@ -166,10 +216,10 @@ kube::Result<json> ProviderApplier::apply(const StreamMessage& m, bool likelyNew
   }
   json next = *current;
   if (m.kind == "Pod") {
-    if (mutablePodFields(next) == mutablePodFields(m.object)) return current;
-    next["metadata"]["labels"] = m.object["metadata"].value("labels", json::object());
-    next["metadata"]["annotations"] = m.object["metadata"].value("annotations", json::object());
-    const json spec = detail::isObj(m.object, "spec") ? m.object["spec"] : json::object();
+    if (mutablePodFields(next) == mutablePodFields(object)) return current;
+    next["metadata"]["labels"] = object["metadata"].value("labels", json::object());
+    next["metadata"]["annotations"] = object["metadata"].value("annotations", json::object());
+    const json spec = detail::isObj(object, "spec") ? object["spec"] : json::object();
     for (const char* list : {"containers", "initContainers"}) {
       if (!detail::isArr(next["spec"], list) || !detail::isArr(spec, list)) continue;
       for (json& c : next["spec"][list]) {

@@ -14,6 +14,12 @@
 //    Pods, then the ConfigMaps/Secrets/ServiceAccounts no remaining Pod uses.
 // Pods are created once and then only their mutable fields updated (metadata labels and
 // annotations, images, activeDeadlineSeconds, tolerations), as the API server allows.
+// Every Pod sent is re-validated, never trusting the consumer's forge: its scheduling fields
+// are stripped again (stripSchedulingFields: no nodeName, no selector of a named node) and
+// it must pass the Pod Security Standards level the applier enforces (Forbidden with
+// upstream's "violates PodSecurity" message naming the rules otherwise). The namespaces it
+// creates carry that level as pod-security.kubernetes.io/enforce (+ enforce-version=latest),
+// so the provider's own Pod Security Admission agrees.
 //
 // Thread-safe as far as the client is (kube::Client is): calls for different objects may
 // run concurrently.
@@ -25,6 +31,7 @@
 #include <string>
 
 #include "kube/client.h"
+#include "kube/pod_security.h"
 #include "reflection/namespace_mapping.h"
 #include "reflection/remote_objects.h"
 #include "reflection/stream_messages.h"
@@ -33,11 +40,14 @@ namespace strait::reflection {
 
 class ProviderApplier : public RemoteObjects {
  public:
-  // `provider` is borrowed and must outlive the applier.
-  ProviderApplier(kube::Client& provider, NamespaceMapping mapping);
+  // `provider` is borrowed and must outlive the applier. `podSecurity`: the level every Pod
+  // applied must pass.
+  ProviderApplier(kube::Client& provider, NamespaceMapping mapping,
+                  kube::PodSecurityLevel podSecurity = kube::PodSecurityLevel::Baseline);
 
   // APPLY: create or update; returns the object as stored. Errors: Forbidden (namespace not
-  // this consumer's), Conflict (object not this consumer's), BadRequest (not an APPLY), and
+  // this consumer's, or a Pod violating the Pod Security level), Conflict (object not this
+  // consumer's), BadRequest (not an APPLY), and
   // the provider API server's errors (e.g. Forbidden for an exhausted quota).
   kube::Result<nlohmann::json> apply(const StreamMessage& m) override { return apply(m, false); }
   // As apply(m); `likelyNew` (the caller has no such object in its cache) tries the create
@@ -77,8 +87,25 @@ class ProviderApplier : public RemoteObjects {
 
   kube::Client& provider_;
   const NamespaceMapping mapping_;
+  const kube::PodSecurityLevel podSecurity_;
   std::mutex mu_;
   std::set<std::string> namespaces_;  // checked or created; dropped when a create says NotFound
 };
+
+// The Pod the provider writes for `pod` sent by a consumer: scheduling fields stripped
+// (stripSchedulingFields with virtualNodeOwnLabelKeys()), then checked against `level`.
+// Forbidden with upstream's message (`pods "x" is forbidden: violates PodSecurity
+// "baseline:latest": ...`) when it violates it. Pure; thread-safe.
+kube::Result<nlohmann::json> sanitizeProviderPod(const nlohmann::json& pod,
+                                                 kube::PodSecurityLevel level);
+
+// True for the provider's own namespaces, which no consumer may write into or create whatever
+// its naming: default, strait-system, kube-* and strait-tenant-* (the consumers' tenant
+// namespaces belong to the peering, not to the reflection).
+bool isProviderReservedNamespace(std::string_view ns);
+
+// The Pod Security Admission labels of a namespace the provider creates for a consumer:
+// enforce=<level>, enforce-version=latest.
+nlohmann::json podSecurityNamespaceLabels(kube::PodSecurityLevel level);
 
 }  // namespace strait::reflection

@@ -53,7 +53,7 @@ class StreamSession {
         // Any valid namespace name (default or same-name naming): the applier's bounds are
         // the namespaces it created for this consumer (labels), never someone else's.
         mapping_(opts_.consumerId, NamingStrategy::SameName),
-        applier_(owner.provider_, mapping_),
+        applier_(owner.provider_, mapping_, opts_.podSecurity),
         sentEvents_(opts_.sentEvents) {}
 
   kube::Status run() {
@@ -252,8 +252,11 @@ class StreamSession {
       std::lock_guard<std::mutex> lock(mu_);
       if (namespaces_.count(ns)) return kube::Status::OK();
     }
-    if (!mapping_.localNamespace(ns)) return kube::Status::OK();  // the applier refuses it
+    if (!mapping_.localNamespace(ns) || isProviderReservedNamespace(ns)) {
+      return kube::Status::OK();  // the applier refuses it
+    }
     json labels = peering::ownershipLabels(opts_.consumerId);
+    labels.update(podSecurityNamespaceLabels(opts_.podSecurity));
     labels[std::string(kLabelOriginClusterId)] = opts_.consumerId;
     labels[std::string(kLabelOriginUid)] = "namespace";
     json nsObj = {{"apiVersion", "v1"},

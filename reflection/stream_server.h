@@ -2,7 +2,8 @@
 // The provider side of the reflection stream (stream_messages.h): one StreamServer session
 // per consumer stream, run by ProviderService's stream handler on the gRPC thread of the
 // stream. A session:
-//  - applies APPLY / DELETE (and answers GET) through a ProviderApplier on a small worker
+//  - applies APPLY / DELETE (and answers GET) through a ProviderApplier (which re-validates
+//    every Pod: scheduling fields stripped, Pod Security level checked) on a small worker
 //    pool, so the stream reader never waits on the API server, and answers each by seq with
 //    a REPLY: the object as stored or the error (a Pod beyond the grant: Forbidden with the
 //    grant's message, which the consumer writes on its local Pod);
@@ -32,6 +33,7 @@
 #include <string>
 
 #include "kube/client.h"
+#include "kube/pod_security.h"
 #include "peering/provider.h"
 #include "peering/transport.h"
 #include "reflection/namespace_mapping.h"
@@ -53,6 +55,9 @@ struct StreamServerOptions {
       admitPodWithUsage;
   // False once the peering ended: the session closes (checked every keepalive). Optional.
   std::function<bool()> stillActive;
+  // The Pod Security Standards level every Pod applied must pass (ProviderApplier), also
+  // set as the enforce label of the namespaces the session creates.
+  kube::PodSecurityLevel podSecurity = kube::PodSecurityLevel::Baseline;
   std::chrono::milliseconds keepaliveInterval{1000};
   std::chrono::milliseconds deadAfter{0};  // 0: 5 x keepaliveInterval, at least 3 s
   int workers = 4;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <set>
 
 #include "e2e/peering_fixture.h"
 #include "kube/pki.h"
@@ -10,6 +11,7 @@
 #include "peering/foreign_cluster.h"
 #include "peering/names.h"
 #include "peering/token.h"
+#include "peering/kubelet_transport.h"
 #include "peering/transport.h"
 
 namespace strait::e2e {
@@ -274,7 +276,12 @@ TEST_F(PeeringTest, ForceUnpeerByNameIsDeliveredWhenTheProviderAgentReturns) {
       30s));
 }
 
-TEST_F(PeeringTest, ConsumerIdentityActsOnlyInItsTenantNamespace) {
+// Hand-made requests with the consumer's stored credential, one per RPC that is left: the
+// reflection stream writes only inside the consumer's bounds (never the provider's own or
+// another consumer's namespaces, never a Pod pinned to a node or beyond the grant or the Pod
+// Security level), the kubelet calls see only the consumer's own Pods, and a certificate for
+// the same name from another CA gets no connection at all.
+TEST_F(PeeringTest, ConsumerIdentityActsOnlyInsideItsBounds) {
   ASSERT_EQ(peerInBand().exitCode, 0);
   auto cred = credential();
   ASSERT_FALSE(cred["tls.key"].empty());
@@ -287,57 +294,142 @@ TEST_F(PeeringTest, ConsumerIdentityActsOnlyInItsTenantNamespace) {
   cc.clientCert = {cred["tls.crt"], cred["tls.key"]};
   auto rpc = peering::makeRpcClient(cc);
   ASSERT_TRUE(rpc.ok());
-  auto request = [](const std::string& ns, const std::string& name) {
-    v1::ObjectRequest r;
-    r.set_api_version("v1");
-    r.set_kind("ConfigMap");
-    r.set_namespace_(ns);
-    r.set_name(name);
-    r.set_json(json{{"data", {{"k", "v"}}}}.dump());
-    return r;
+  auto stream = (*rpc)->openStream();
+  ASSERT_TRUE(stream.ok());
+  uint64_t seq = 0;
+  // One APPLY of `obj` (labelled as this consumer's); the REPLY's error reason and message
+  // ("" when it succeeded).
+  auto apply = [&](json obj) -> std::pair<std::string, std::string> {
+    obj["metadata"]["labels"]["strait.io/origin-cluster-id"] = consumerId;
+    obj["metadata"]["labels"]["strait.io/origin-uid"] = "uid-" + obj["metadata"]["name"].get<std::string>();
+    obj["metadata"]["labels"]["strait.io/managed-by"] = "strait";
+    v1::ReflectionEvent e;
+    e.set_type("APPLY");
+    e.set_seq(++seq);
+    e.set_origin_uid("uid-" + obj["metadata"]["name"].get<std::string>());
+    e.mutable_object()->set_api_version("v1");
+    e.mutable_object()->set_kind(obj["kind"].get<std::string>());
+    e.mutable_object()->set_namespace_(obj["metadata"]["namespace"].get<std::string>());
+    e.mutable_object()->set_name(obj["metadata"]["name"].get<std::string>());
+    e.mutable_object()->set_json(obj.dump());
+    if (!(*stream)->write(e)) return {"StreamBroken", ""};
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    v1::ReflectionEvent r;
+    while (std::chrono::steady_clock::now() < deadline && (*stream)->read(&r)) {
+      if (r.type() == "REPLY" && r.seq() == e.seq()) return {r.error_reason(), r.error_message()};
+    }
+    return {"NoReply", ""};
   };
-  v1::ObjectResponse resp;
-  kube::Status inside = (*rpc)->applyObject(request("strait-tenant-" + consumerId, "cm1"), &resp, 10s);
-  EXPECT_TRUE(inside.ok()) << inside.error().message;
-  kube::Status offloaded = (*rpc)->applyObject(request("web-" + consumerId, "cm2"), &resp, 10s);
-  EXPECT_TRUE(offloaded.ok()) << offloaded.error().message;
-  for (std::string ns : {"default", "kube-system", "strait-system", "strait-tenant-other"}) {
-    kube::Status outside = (*rpc)->applyObject(request(ns, "evil"), &resp, 10s);
-    EXPECT_EQ(outside.code(), kube::Code::Forbidden) << ns;
-    kube::Status read = (*rpc)->getObject(request(ns, "strait-agent"), &resp, 10s);
-    EXPECT_EQ(read.code(), kube::Code::Forbidden) << ns;
+  auto configMap = [](const std::string& ns, const std::string& name) {
+    return json{{"apiVersion", "v1"}, {"kind", "ConfigMap"},
+                {"metadata", {{"name", name}, {"namespace", ns}}}, {"data", {{"k", "v"}}}};
+  };
+  EXPECT_EQ(apply(configMap("web-" + consumerId, "cm1")).first, "");
+  for (const std::string& ns :
+       std::vector<std::string>{"default", "kube-system", "strait-system", "strait-tenant-other",
+                                "strait-tenant-" + consumerId}) {
+    auto [reason, message] = apply(configMap(ns, "evil"));
+    EXPECT_EQ(reason, "Forbidden") << ns << ": " << message;
   }
-  EXPECT_EQ(kubectlOn(provider(), {"get", "configmap", "-n", "default", "evil"}).exitCode != 0, true);
-  // A cluster-scoped or unlisted kind is refused too.
-  v1::ObjectRequest node = request("strait-tenant-" + consumerId, "n");
-  node.set_kind("Node");
-  EXPECT_EQ((*rpc)->applyObject(node, &resp, 10s).code(), kube::Code::Forbidden);
-  // Pods beyond the grant (cpu=2 here) are refused with a reason that reaches the caller.
+  EXPECT_NE(kubectlOn(provider(), {"get", "configmap", "-n", "default", "evil"}).exitCode, 0);
+  EXPECT_NE(kubectlOn(provider(), {"get", "namespace", "strait-tenant-other"}).exitCode, 0);
+  // A kind that is not reflected never gets to the applier.
+  json node = configMap("web-" + consumerId, "n");
+  node["kind"] = "Node";
+  EXPECT_EQ(apply(node).first, "BadRequest");
+  // Pods: pinned to a node -> unpinned; privileged -> refused; beyond the grant -> refused.
   auto pod = [&](const std::string& name, const std::string& cpu) {
-    v1::ObjectRequest r = request("strait-tenant-" + consumerId, name);
-    r.set_kind("Pod");
-    r.set_json(json{{"spec",
-                     {{"containers",
-                       {{{"name", "c"},
-                         {"image", "busybox"},
-                         {"resources", {{"requests", {{"cpu", cpu}}}}}}}}}}}
-                   .dump());
-    return r;
+    return json{{"apiVersion", "v1"}, {"kind", "Pod"},
+                {"metadata", {{"name", name}, {"namespace", "web-" + consumerId}}},
+                {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"},
+                                          {"resources", {{"requests", {{"cpu", cpu}}}}}}}}}}};
   };
-  kube::Status fits = (*rpc)->applyObject(pod("p1", "1500m"), &resp, 10s);
-  ASSERT_TRUE(fits.ok()) << fits.error().message;
-  kube::Status beyond = (*rpc)->applyObject(pod("p2", "1"), &resp, 10s);
-  ASSERT_EQ(beyond.code(), kube::Code::Forbidden);
-  EXPECT_NE(beyond.error().message.find("exceeds the grant: cpu requested 1, in use 1500m, granted 2"),
+  json pinned = pod("pinned", "500m");
+  pinned["spec"]["nodeName"] = "chosen-node";
+  pinned["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", "chosen-node"}};
+  auto [pinReason, pinMessage] = apply(pinned);
+  ASSERT_EQ(pinReason, "") << pinMessage;
+  CommandResult stored = kubectlOn(provider(), {"get", "pod", "pinned", "-n", "web-" + consumerId,
+                                                "-o", "json"});
+  ASSERT_EQ(stored.exitCode, 0) << stored.describe();
+  json storedPod = json::parse(stored.out);
+  EXPECT_NE(storedPod.value("/spec/nodeName"_json_pointer, std::string()), "chosen-node");
+  EXPECT_FALSE(storedPod["spec"].contains("nodeSelector")) << storedPod["spec"].dump();
+  json root = pod("root", "100m");
+  root["spec"]["hostNetwork"] = true;
+  root["spec"]["volumes"] = {{{"name", "root"}, {"hostPath", {{"path", "/"}}}}};
+  auto [rootReason, rootMessage] = apply(root);
+  EXPECT_EQ(rootReason, "Forbidden");
+  EXPECT_EQ(rootMessage, "pods \"root\" is forbidden: violates PodSecurity \"baseline:latest\": "
+                         "host namespaces (hostNetwork=true), hostPath volumes (volume \"root\")");
+  EXPECT_NE(kubectlOn(provider(), {"get", "pod", "root", "-n", "web-" + consumerId}).exitCode, 0);
+  // The grant is cpu=2 here: 500m are in use.
+  EXPECT_EQ(apply(pod("p1", "1")).first, "");
+  auto [beyond, beyondMessage] = apply(pod("p2", "1"));
+  EXPECT_EQ(beyond, "Forbidden");
+  EXPECT_NE(beyondMessage.find("exceeds the grant: cpu requested 1, in use 1500m, granted 2"),
             std::string::npos)
-      << beyond.error().message;
+      << beyondMessage;
+  (*stream)->cancel();
+  // Kubelet calls: a Pod of the provider's own (kube-system, or a namespace this consumer
+  // does not own) is not found for this consumer; ListPods lists only its own Pods.
+  std::shared_ptr<peering::KubeletClient> kubelet = (*rpc)->kubelet();
+  ASSERT_TRUE(kubelet);
+  ASSERT_EQ(kubectlOn(provider(), {"create", "namespace", "theirs"}).exitCode, 0);
+  ASSERT_EQ(kubectlOn(provider(), {"run", "secret-pod", "-n", "theirs", "--image", "busybox",
+                                   "--restart", "Never"})
+                .exitCode,
+            0);
+  for (const std::string& ns :
+       std::vector<std::string>{"theirs", "kube-system", "theirs-" + consumerId}) {
+    v1::LogsRequest lr;
+    lr.set_namespace_(ns);
+    lr.set_pod("secret-pod");
+    std::string got;
+    kube::Status logs = kubelet->logs(
+        lr,
+        [&](std::string_view d) {
+          got += d;
+          return true;
+        },
+        [] { return false; });
+    EXPECT_EQ(logs.code(), kube::Code::NotFound) << ns << ": " << (logs.ok() ? "" : logs.error().message);
+    EXPECT_TRUE(got.empty());
+  }
+  auto exec = kubelet->exec();
+  ASSERT_TRUE(exec.ok());
+  v1::ExecFrame start;
+  start.mutable_start()->set_namespace_("theirs");
+  start.mutable_start()->set_pod("secret-pod");
+  start.mutable_start()->add_command("cat");
+  start.mutable_start()->set_stdout(true);
+  ASSERT_TRUE((*exec)->write(start));
+  (*exec)->writesDone();
+  v1::ExecFrame frame;
+  std::string stdoutText;
+  while ((*exec)->read(&frame)) {
+    if (frame.has_stdout()) stdoutText += frame.stdout();
+  }
+  EXPECT_EQ((*exec)->finish().code(), kube::Code::NotFound);
+  EXPECT_TRUE(stdoutText.empty());
+  v1::ListPodsResponse listed;
+  ASSERT_TRUE(kubelet->listPods(&listed, 10s).ok());
+  json list = json::parse(listed.pod_list_json());
+  std::set<std::string> names;
+  for (const json& p : list.value("items", json::array())) names.insert(p["metadata"]["name"]);
+  EXPECT_FALSE(names.empty()) << list.dump();
+  EXPECT_EQ(names.count("secret-pod"), 0u) << list.dump();
+  v1::StatsSummaryResponse stats;
+  ASSERT_TRUE(kubelet->statsSummary(&stats, 10s).ok());
+  EXPECT_EQ(stats.summary_json().find("secret-pod"), std::string::npos) << stats.summary_json();
+  EXPECT_EQ(stats.summary_json().find("\"theirs"), std::string::npos) << stats.summary_json();
   // A certificate for the same name from another CA (the consumer's own) gets no connection.
   auto otherCa = kube::makeCa("not-the-provider");
   auto forged = kube::issueCert(*otherCa, consumerId, {"strait:consumers"}, {}, {}, false);
   cc.clientCert = *forged;
   auto forgedRpc = peering::makeRpcClient(cc);
-  EXPECT_EQ((*forgedRpc)->applyObject(request("strait-tenant-" + consumerId, "x"), &resp, 10s).code(),
-            kube::Code::Unavailable);
+  v1::HeartbeatResponse hb;
+  EXPECT_EQ((*forgedRpc)->heartbeat({}, &hb, 10s).code(), kube::Code::Unavailable);
   ASSERT_EQ(unpeerInBand().exitCode, 0);
   expectNothingLeft();
 }

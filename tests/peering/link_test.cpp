@@ -51,15 +51,6 @@ class Handler : public PeeringHandler {
   kube::Status unpeer(const Caller&, const v1::UnpeerRequest&, v1::UnpeerResponse*) override {
     return kube::makeError(kube::Code::MethodNotAllowed, "not in this test");
   }
-  kube::Status applyObject(const Caller&, const v1::ObjectRequest&, v1::ObjectResponse*) override {
-    return kube::makeError(kube::Code::MethodNotAllowed, "not in this test");
-  }
-  kube::Status getObject(const Caller&, const v1::ObjectRequest&, v1::ObjectResponse*) override {
-    return kube::makeError(kube::Code::MethodNotAllowed, "not in this test");
-  }
-  kube::Status deleteObject(const Caller&, const v1::ObjectRequest&, v1::ObjectResponse*) override {
-    return kube::makeError(kube::Code::MethodNotAllowed, "not in this test");
-  }
   std::string lastCaller() {
     std::lock_guard<std::mutex> l(mu_);
     return last_;

@@ -37,19 +37,6 @@ class RecordingHandler : public PeeringHandler {
     record(c);
     return kube::makeError(kube::Code::Forbidden, "not yours");
   }
-  kube::Status applyObject(const Caller& c, const v1::ObjectRequest&, v1::ObjectResponse*) override {
-    record(c);
-    return kube::Status::OK();
-  }
-  kube::Status getObject(const Caller& c, const v1::ObjectRequest&, v1::ObjectResponse*) override {
-    record(c);
-    return kube::Status::OK();
-  }
-  kube::Status deleteObject(const Caller& c, const v1::ObjectRequest&,
-                            v1::ObjectResponse*) override {
-    record(c);
-    return kube::Status::OK();
-  }
   std::string lastCaller() {
     std::lock_guard<std::mutex> l(mu_);
     return last_;
@@ -128,8 +115,8 @@ TEST_F(MtlsTest, EveryOtherMethodNeedsAClientCertificate) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), kube::Code::Unauthorized);
   EXPECT_NE(s.error().message.find("client certificate"), std::string::npos);
-  v1::ObjectResponse obj;
-  EXPECT_EQ(c->applyObject({}, &obj, 10s).code(), kube::Code::Unauthorized);
+  v1::UnpeerResponse ur;
+  EXPECT_EQ(c->unpeer({}, &ur, 10s).code(), kube::Code::Unauthorized);
   v1::RenewResponse rr;
   EXPECT_EQ(c->renewCertificate({}, &rr, 10s).code(), kube::Code::Unauthorized);
   EXPECT_EQ(handler_.calls(), 0);

@@ -38,16 +38,6 @@ class StreamHandler : public PeeringHandler {
   kube::Status unpeer(const Caller&, const v1::UnpeerRequest&, v1::UnpeerResponse*) override {
     return unused();
   }
-  kube::Status applyObject(const Caller&, const v1::ObjectRequest&, v1::ObjectResponse*) override {
-    return unused();
-  }
-  kube::Status getObject(const Caller&, const v1::ObjectRequest&, v1::ObjectResponse*) override {
-    return unused();
-  }
-  kube::Status deleteObject(const Caller&, const v1::ObjectRequest&,
-                            v1::ObjectResponse*) override {
-    return unused();
-  }
   kube::Status stream(const Caller& c, EventStream& s) override {
     running++;
     kube::Status st = onStream ? onStream(c, s) : PeeringHandler::stream(c, s);
