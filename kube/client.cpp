@@ -16,6 +16,7 @@
 
 #include "kube/api_error.h"
 #include "kube/credentials.h"
+#include "kube/json_access.h"
 #include "kube/json_parse.h"
 #include "kube/rate_limiter.h"
 #include "kube/transport.h"
@@ -72,13 +73,7 @@ void addWriteOptions(Query& q, const WriteOptions& o) {
   if (o.dryRun) q.add("dryRun", "All");
 }
 
-std::string objectName(const json& obj) {
-  if (!obj.is_object()) return {};
-  auto m = obj.find("metadata");
-  if (m == obj.end() || !m->is_object()) return {};
-  auto n = m->find("name");
-  return n != m->end() && n->is_string() ? n->get<std::string>() : std::string();
-}
+std::string objectName(const json& obj) { return stringOf(child(obj, "metadata"), "name"); }
 
 const char* contentTypeOf(PatchType t) {
   switch (t) {
