@@ -126,7 +126,7 @@ int runMinicluster(const MiniclusterFlags& f) {
   if (!f.tokenAuthFile.empty()) o.tokenAuthFile = f.tokenAuthFile;
   if (!simulationFromFlags(f, o.simulation)) return 2;
   if (!f.cleanup.empty() || f.runtime == "process") {
-    auto missing = minicluster::missingProcessRuntimePrerequisites(false, false);
+    auto missing = minicluster::missingProcessRuntimePrerequisites(true, true);
     for (const auto& m : missing) {
       spdlog::error("event=process_runtime_unavailable missing=\"{}\"", m);
     }

@@ -23,14 +23,10 @@ namespace {
 using kube::Code;
 using kube::makeError;
 
-struct Output {
-  int exitCode = -1;
-  std::string text;  // stdout and stderr
-};
+}  // namespace
 
-// Runs argv (argv[0] searched in PATH) and collects its output. Blocks.
-Output run(const std::vector<std::string>& argv) {
-  Output o;
+ProgramOutput runProgram(const std::vector<std::string>& argv) {
+  ProgramOutput o;
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     o.text = std::string("pipe: ") + std::strerror(errno);
@@ -69,10 +65,12 @@ Output run(const std::vector<std::string>& argv) {
   return o;
 }
 
+namespace {
+
 kube::Status ip(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"ip"};
   argv.insert(argv.end(), args.begin(), args.end());
-  Output o = run(argv);
+  ProgramOutput o = runProgram(argv);
   if (o.exitCode == 0) return kube::Status::OK();
   std::string cmd;
   for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
@@ -169,7 +167,7 @@ std::vector<std::string> missingProcessRuntimePrerequisites(bool needNft, bool n
   if (::geteuid() != 0) missing.push_back("root (network namespaces need CAP_SYS_ADMIN and CAP_NET_ADMIN)");
   if (!inPath("ip")) {
     missing.push_back("the ip program (Debian package iproute2)");
-  } else if (Output o = run({"ip", "netns", "list"}); o.exitCode != 0) {
+  } else if (ProgramOutput o = runProgram({"ip", "netns", "list"}); o.exitCode != 0) {
     missing.push_back("a usable `ip netns` (" + o.text + ")");
   }
   if (!pathExists("/proc/self/ns/net")) missing.push_back("network namespaces in the kernel");
@@ -219,7 +217,7 @@ std::vector<pid_t> killProcessesInNetns(const std::string& netnsPath) {
 SweepReport sweepClusterNetwork(const std::string& clusterName) {
   SweepReport r;
   std::string link = networkMarker(clusterName) + "h";
-  if (run({"ip", "link", "show", "dev", link}).exitCode == 0) {
+  if (runProgram({"ip", "link", "show", "dev", link}).exitCode == 0) {
     if (auto s = ip({"link", "delete", "dev", link}); !s) {
       spdlog::warn("event=link_delete_failed link={} error=\"{}\"", link, s.error().message);
     }
@@ -250,8 +248,8 @@ kube::Status ClusterNetwork::create(const std::vector<std::pair<std::string, std
     return makeError(Code::Invalid, "the process runtime runs at most 250 nodes per cluster");
   }
   // The underlay /24: from the cluster name's hash, the next one if this host uses it.
-  std::string used = run({"ip", "-4", "-o", "addr", "show"}).text + "\n" +
-                     run({"ip", "-4", "route", "show", "table", "all"}).text;
+  std::string used = runProgram({"ip", "-4", "-o", "addr", "show"}).text + "\n" +
+                     runProgram({"ip", "-4", "route", "show", "table", "all"}).text;
   uint32_t base = fnv1a("underlay/" + cluster_) % 16384;
   for (uint32_t k = 0; k < 16384; ++k) {
     uint32_t idx = (base + k) % 16384;

@@ -34,6 +34,13 @@ namespace strait::minicluster {
 // ClusterIP Services and cluster DNS use.
 std::vector<std::string> missingProcessRuntimePrerequisites(bool needNft, bool needDnsmasq);
 
+struct ProgramOutput {
+  int exitCode = -1;  // 128 + signal when killed; -1 when it could not run
+  std::string text;   // stdout and stderr, trailing newlines removed
+};
+// Runs argv (argv[0] searched in PATH, stdin /dev/null) and collects its output. Blocks.
+ProgramOutput runProgram(const std::vector<std::string>& argv);
+
 // "st" + 6 lowercase hex digits of a hash of `clusterName`.
 std::string networkMarker(const std::string& clusterName);
 // The prefix of every namespace of `clusterName`: "<marker>-<cluster, sanitized>-".

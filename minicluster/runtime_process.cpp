@@ -19,16 +19,19 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include "kube/object.h"
+#include "minicluster/cluster_dns.h"
 #include "minicluster/event_recorder.h"
 #include "minicluster/kubelet_exec.h"
 #include "minicluster/kubelet_status.h"
 #include "minicluster/runtime_process_launch.h"
+#include "minicluster/service_proxy.h"
 
 namespace strait::minicluster {
 namespace {
@@ -95,6 +98,7 @@ struct Proc {
   pid_t pid = -1;
   std::string logPath, previousLogPath;
   std::optional<Steady::time_point> restartAt;
+  std::vector<std::pair<std::string, std::string>> env;  // of the current instance
 };
 
 struct ProcPod {
@@ -106,6 +110,7 @@ struct ProcPod {
   int initRestarts = 0;
   bool hostNetwork = false;
   std::string netnsPath;     // "" until the sandbox exists
+  std::vector<std::pair<std::string, std::string>> bindFiles;  // resolv.conf, hosts
   std::string logDir;
   std::optional<Steady::time_point> killAt;  // terminating: SIGKILL then
   std::optional<Steady::time_point> sandboxRetryAt;
@@ -181,6 +186,25 @@ class ProcessKubeletsImpl : public ProcessKubelets {
       stop();
       return s;
     }
+    std::vector<std::string> nodeNetns;
+    for (const auto& [name, n] : network_.nodes()) nodeNetns.push_back(n.netns);
+    proxy_ = newServiceProxy(store_, nodeNetns);
+    if (auto s = proxy_->start(); !s) {
+      stop();
+      return s;
+    }
+    if (!network_.nodes().empty()) {
+      const NodeNetwork& first = network_.nodes().begin()->second;
+      ClusterDnsOptions d;
+      d.netnsPath = ClusterNetwork::netnsPath(first.netns);
+      d.address = first.address;
+      d.dir = runDir_ + "/dns";
+      dns_ = newClusterDns(store_, registry_, rest_, d);
+      if (auto s = dns_->start(); !s) {
+        stop();
+        return s;
+      }
+    }
     stopping_ = false;
     thread_ = std::thread([this] { run(); });
     spdlog::info("event=kubelets_started runtime=process nodes={} pod_cidr={} marker={}",
@@ -196,6 +220,8 @@ class ProcessKubeletsImpl : public ProcessKubelets {
     for (auto& [name, n] : nodes_) {
       if (n.kubeletApi) n.kubeletApi->stop();
     }
+    if (dns_) dns_->stop();
+    if (proxy_) proxy_->stop();
     network_.destroy();
     std::error_code ec;
     fs::remove_all(runDir_, ec);
@@ -233,7 +259,8 @@ class ProcessKubeletsImpl : public ProcessKubelets {
     const ProcPod& p = it->second;
     ContainerSandbox s;
     s.netnsPath = p.netnsPath;
-    s.hostname = p.hostNetwork ? "" : p.sim.name;
+    s.hostname = p.hostNetwork ? p.sim.node : p.sim.name;
+    s.bindFiles = p.bindFiles;
     const Proc* proc = nullptr;
     for (const auto& c : p.procs) {
       if (c.spec.value("name", "") == container) proc = &c;
@@ -249,6 +276,7 @@ class ProcessKubeletsImpl : public ProcessKubelets {
     s.workingDir = proc->spec.value("workingDir", "");
     s.logPath = proc->logPath;
     s.previousLogPath = proc->previousLogPath;
+    s.env = proc->env;
     return s;
   }
 
@@ -477,9 +505,20 @@ class ProcessKubeletsImpl : public ProcessKubelets {
     }
     std::error_code ec;
     fs::create_directories(p.logDir, ec);
+    std::vector<std::pair<std::string, std::string>> binds;
+    std::string dnsPolicy = p.sim.pod.value("spec", json::object()).value("dnsPolicy", "ClusterFirst");
+    if (!p.hostNetwork && dnsPolicy == "ClusterFirst") {
+      std::ofstream(p.logDir + "/resolv.conf") << podResolvConf(p.sim.ns);
+      std::ofstream(p.logDir + "/hosts")
+          << "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n"
+             "::1\tlocalhost ip6-localhost ip6-loopback\n"
+          << p.sim.podIP << "\t" << p.sim.name << "\n";
+      binds = {{p.logDir + "/resolv.conf", "/etc/resolv.conf"}, {p.logDir + "/hosts", "/etc/hosts"}};
+    }
     {
       std::lock_guard<std::mutex> l(mu_);
       p.netnsPath = path;
+      p.bindFiles = binds;
     }
     spdlog::info("event=pod_sandbox_created pod={}/{} node={} pod_ip={}", p.sim.ns, p.sim.name,
                  p.sim.node, p.sim.podIP);
@@ -497,9 +536,66 @@ class ProcessKubeletsImpl : public ProcessKubelets {
     p.sandboxRetryAt = Steady::now() + 5s;
   }
 
+  // The Service variables a kubelet adds for every Service of the Pod's namespace
+  // (enableServiceLinks, default true): FOO_SERVICE_HOST, FOO_SERVICE_PORT[_NAME], FOO_PORT...
+  std::vector<std::pair<std::string, std::string>> serviceEnvironment(const ProcPod& p) {
+    std::vector<std::pair<std::string, std::string>> env;
+    if (!p.sim.pod.value("spec", json::object()).value("enableServiceLinks", true)) return env;
+    for (const auto& o : store_.list("/core/services/" + p.sim.ns + "/").items) {
+      json svc = json::parse(o->json, nullptr, false);
+      if (svc.is_discarded()) continue;
+      const json& spec = svc.value("spec", json::object());
+      std::string ip = spec.value("clusterIP", "");
+      if (ip.empty() || ip == "None") continue;
+      std::string name = kube::getName(svc);
+      if (p.sim.ns == "default" && name == "kubernetes") continue;  // already set
+      for (auto& ch : name) ch = ch == '-' ? '_' : static_cast<char>(std::toupper(ch));
+      const json& ports = spec.value("ports", json::array());
+      if (ports.empty() || !ports[0].is_object()) continue;
+      env.emplace_back(name + "_SERVICE_HOST", ip);
+      env.emplace_back(name + "_SERVICE_PORT", std::to_string(ports[0].value("port", 0)));
+      for (const auto& port : ports) {
+        std::string pn = port.value("name", "");
+        std::string num = std::to_string(port.value("port", 0));
+        if (!pn.empty()) {
+          for (auto& ch : pn) ch = ch == '-' ? '_' : static_cast<char>(std::toupper(ch));
+          env.emplace_back(name + "_SERVICE_PORT_" + pn, num);
+        }
+      }
+      auto proto = [](const json& port) {
+        std::string pr = port.value("protocol", "TCP");
+        std::string lower;
+        for (char ch : pr) lower += static_cast<char>(std::tolower(ch));
+        return std::make_pair(pr, lower);
+      };
+      env.emplace_back(name + "_PORT", proto(ports[0]).second + "://" + ip + ":" +
+                                           std::to_string(ports[0].value("port", 0)));
+      for (const auto& port : ports) {
+        auto [upper, lower] = proto(port);
+        std::string num = std::to_string(port.value("port", 0));
+        std::string base = name + "_PORT_" + num + "_" + upper;
+        env.emplace_back(base, lower + "://" + ip + ":" + num);
+        env.emplace_back(base + "_PROTO", lower);
+        env.emplace_back(base + "_PORT", num);
+        env.emplace_back(base + "_ADDR", ip);
+      }
+    }
+    return env;
+  }
+
+  // Service variables first, then what execContextFor builds (the container's env wins).
   std::vector<std::pair<std::string, std::string>> environment(const ProcPod& p,
                                                                const std::string& container) {
-    return execContextFor(snapshot(p), container, registry_, rest_).env;
+    auto env = serviceEnvironment(p);
+    auto own = execContextFor(snapshot(p), container, registry_, rest_).env;
+    env.insert(env.end(), own.begin(), own.end());
+    std::map<std::string, size_t> last;
+    for (size_t i = 0; i < env.size(); ++i) last[env[i].first] = i;
+    std::vector<std::pair<std::string, std::string>> out;
+    for (size_t i = 0; i < env.size(); ++i) {
+      if (last[env[i].first] == i) out.push_back(env[i]);
+    }
+    return out;
   }
 
   // Starts one instance of `spec`; its pid, or -1 (the reason is in the log file).
@@ -511,9 +607,11 @@ class ProcessKubeletsImpl : public ProcessKubelets {
     LaunchSpec ls;
     ls.argv = containerArgv(spec, opts_.straitBinary);
     ls.env = environment(p, name);
+    lastEnv_ = ls.env;
     ls.netnsPath = p.netnsPath;
-    ls.hostname = p.hostNetwork ? "" : p.sim.name;
+    ls.hostname = p.hostNetwork ? p.sim.node : p.sim.name;
     ls.workingDir = spec.value("workingDir", "");
+    ls.bindFiles = p.bindFiles;
     ls.stdoutFd = fd;
     ls.stderrFd = fd;
     auto pid = launchInSandbox(ls);
@@ -545,6 +643,7 @@ class ProcessKubeletsImpl : public ProcessKubelets {
     pid_t pid = launch(p, proc.spec, log);
     auto now = SysClock::now();
     std::lock_guard<std::mutex> l(mu_);
+    proc.env = lastEnv_;
     proc.restartAt.reset();
     if (c.restartCount > 0) {
       proc.previousLogPath =
@@ -852,6 +951,8 @@ class ProcessKubeletsImpl : public ProcessKubelets {
   EventRecorder recorder_;
   kube::Handler* handler_ = nullptr;
   ClusterLock lock_;
+  std::unique_ptr<ServiceProxy> proxy_;
+  std::unique_ptr<ClusterDns> dns_;
   std::string runDir_;
   bool started_ = false;
   std::thread thread_;
@@ -867,6 +968,7 @@ class ProcessKubeletsImpl : public ProcessKubelets {
 
   // Loop thread only.
   Steady::time_point nextLease_, nextStatus_;
+  std::vector<std::pair<std::string, std::string>> lastEnv_;  // of the last launch()
 };
 
 }  // namespace

@@ -6,7 +6,9 @@
 // stdout/stderr go to a log file per container instance that the kubelet API serves;
 // exit codes drive restartPolicy and CrashLoopBackOff; deletion sends SIGTERM, waits the
 // grace period, then SIGKILL. Every node serves the kubelet API inside its own namespace,
-// on its InternalIP.
+// on its InternalIP. ClusterIP Services work in every node namespace (service_proxy.h),
+// cluster DNS through dnsmasq (cluster_dns.h): each container sees the resolv.conf and
+// /etc/hosts a kubelet writes, bind-mounted in a mount namespace of its own.
 //
 // What a container runs: its command + args; with no command, an image
 // registry.k8s.io/e2e-test-images/agnhost:* runs `strait agnhost ARGS...`, any other image
@@ -41,10 +43,14 @@ struct ProcessRuntimeOptions {
 // Where one container of a Pod runs and writes, for the kubelet API.
 struct ContainerSandbox {
   std::string netnsPath;        // the Pod's network namespace (its node's for hostNetwork)
-  std::string hostname;         // the Pod's hostname; "" for hostNetwork (the node's)
+  std::string hostname;         // the Pod's hostname; the node's name for hostNetwork
   std::string workingDir;       // container workingDir; "" = "/"
   std::string logPath;          // current instance's log; "" before it first starts
   std::string previousLogPath;  // the instance before the last restart; "" if none
+  // The environment the current instance started with (empty for init containers).
+  std::vector<std::pair<std::string, std::string>> env;
+  // resolv.conf and hosts of the Pod, bind-mounted (source, target); empty for hostNetwork.
+  std::vector<std::pair<std::string, std::string>> bindFiles;
 };
 
 // The optional capability of a runtime whose containers really run: the kubelet API asks

@@ -192,10 +192,11 @@ void serveProcessExec(const HttpRequest& req, Responder& out, const PodRuntime& 
 
   LaunchSpec ls;
   ls.argv = argv;
-  ls.env = execContextFor(pod, container, registry, rest).env;
+  ls.env = sb->env.empty() ? execContextFor(pod, container, registry, rest).env : sb->env;
   ls.netnsPath = sb->netnsPath;
   ls.hostname = sb->hostname;
   ls.workingDir = sb->workingDir;
+  ls.bindFiles = sb->bindFiles;
   int master = -1, inW = -1, outR = -1, errR = -1;
   int childIn = -1, childOut = -1, childErr = -1;
   auto closeFd = [](int& fd) {

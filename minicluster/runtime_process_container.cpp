@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -96,6 +97,8 @@ kube::Result<pid_t> launchInSandbox(const LaunchSpec& spec) {
   for (auto& e : envStrings) envp.push_back(e.data());
   envp.push_back(nullptr);
   const char* wd = spec.workingDir.empty() ? "/" : spec.workingDir.c_str();
+  std::vector<std::pair<const char*, const char*>> binds;
+  for (const auto& [src, dst] : spec.bindFiles) binds.emplace_back(src.c_str(), dst.c_str());
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -132,6 +135,19 @@ kube::Result<pid_t> launchInSandbox(const LaunchSpec& spec) {
           ::sethostname(spec.hostname.c_str(), spec.hostname.size()) != 0) {
         writeAll(2, "cannot set the pod's hostname: ", std::strerror(errno), "\n");
         ::_exit(127);
+      }
+    }
+    if (!binds.empty()) {
+      if (::unshare(CLONE_NEWNS) != 0 ||
+          ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) {
+        writeAll(2, "cannot make the pod's mount namespace: ", std::strerror(errno), "\n");
+        ::_exit(127);
+      }
+      for (const auto& [src, dst] : binds) {
+        if (::mount(src, dst, nullptr, MS_BIND, nullptr) != 0) {
+          writeAll(2, "cannot mount ", dst, ": ");
+          writeAll(2, std::strerror(errno), "\n");
+        }
       }
     }
     if (::chdir(wd) != 0) {

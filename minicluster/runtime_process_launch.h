@@ -24,6 +24,9 @@ struct LaunchSpec {
   // Open this terminal as stdin/stdout/stderr and controlling terminal (exec -t); overrides
   // the three descriptors.
   std::string ttyPath;
+  // Files bind-mounted over others (source, target) in a mount namespace of the process's
+  // own (resolv.conf, hosts); empty = the host's mount namespace.
+  std::vector<std::pair<std::string, std::string>> bindFiles;
 };
 
 // Forks and execs `spec` in a new session (so the whole process group can be signalled

@@ -211,7 +211,14 @@ TEST_F(ProcessRuntimeTest, DeploymentAcrossThreeNodesAnswersCurlFromAnotherPod) 
                                          {"image", kAgnhost},
                                          {"args", {"netexec", "--http-port=8080"}},
                                          {"ports", json::array({{{"containerPort", 8080}}})}}})}}}}}}}};
+  json svc = {{"apiVersion", "v1"},
+              {"kind", "Service"},
+              {"metadata", {{"name", "web"}}},
+              {"spec",
+               {{"selector", {{"app", "web"}}},
+                {"ports", json::array({{{"name", "http"}, {"port", 80}, {"targetPort", 8080}}})}}}};
   must(c, {"apply", "-f", "-"}, deploy.dump());
+  must(c, {"apply", "-f", "-"}, svc.dump());
   must(c, {"apply", "-f", "-"}, clientPod("node-0"));
   json web = waitReady(c, "app=web", 3);
   json client = waitReady(c, "app=client", 1);
@@ -241,6 +248,26 @@ TEST_F(ProcessRuntimeTest, DeploymentAcrossThreeNodesAnswersCurlFromAnotherPod) 
                  "http://" + ip + ":8080/clientip"});
     EXPECT_EQ(r.out.substr(0, r.out.find(':')), clientIP);
   }
+
+  // The Service's name resolves through the cluster DNS to its ClusterIP, and the ClusterIP
+  // spreads connections over every replica (nftables DNAT, random per connection).
+  std::string clusterIP = must(c, {"get", "service", "web", "-o", "jsonpath={.spec.clusterIP}"}).out;
+  EXPECT_EQ(must(c, {"exec", "client", "--", "getent", "hosts", "web.default.svc.cluster.local"})
+                .out.substr(0, clusterIP.size() + 1),
+            clusterIP + " ");
+  std::set<std::string> answered, names;
+  for (const auto& p : web) names.insert(p["metadata"]["name"]);
+  for (int i = 0; i < 40 && answered.size() < names.size(); ++i) {
+    CommandResult r = kubectl(c, {"exec", "client", "--", "curl", "-s", "--max-time", "5",
+                                  "http://web/hostname"});
+    EXPECT_EQ(r.exitCode, 0) << r.describe();
+    answered.insert(r.out);
+  }
+  EXPECT_EQ(answered, names);
+  EXPECT_EQ(must(c, {"exec", "client", "--", "printenv", "WEB_SERVICE_HOST"}).out, clusterIP + "\n");
+  EXPECT_EQ(must(c, {"exec", "client", "--", "printenv", "WEB_SERVICE_PORT_HTTP"}).out, "80\n");
+  EXPECT_THAT(must(c, {"exec", "client", "--", "cat", "/etc/resolv.conf"}).out,
+              HasSubstr("search default.svc.cluster.local svc.cluster.local cluster.local"));
 
   // Logs are what the container wrote; exec runs in the Pod's namespaces and environment.
   std::string webPod = web[0]["metadata"]["name"];

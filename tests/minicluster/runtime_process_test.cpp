@@ -1,0 +1,131 @@
+// The pure parts of the process runtime: what a container runs, the nftables rules of
+// ClusterIP Services and the cluster DNS hosts file. (The runtime itself, as root, is
+// tested end to end in tests/e2e/process_runtime_test.cpp.)
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "minicluster/cluster_dns.h"
+#include "minicluster/netns.h"
+#include "minicluster/runtime_process.h"
+#include "minicluster/service_proxy.h"
+
+namespace strait::minicluster {
+namespace {
+
+using json = nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(ContainerArgvTest, CommandAndArgsRunAsGiven) {
+  json c = {{"image", "debian"}, {"command", {"sh", "-c"}}, {"args", {"echo hi"}}};
+  EXPECT_THAT(containerArgv(c, "/bin/strait"), ElementsAre("sh", "-c", "echo hi"));
+}
+
+TEST(ContainerArgvTest, AgnhostImageRunsStraitAgnhostWithItsArgs) {
+  json c = {{"image", "registry.k8s.io/e2e-test-images/agnhost:2.52"},
+            {"args", {"netexec", "--http-port=8080"}}};
+  EXPECT_THAT(containerArgv(c, "/bin/strait"),
+              ElementsAre("/bin/strait", "agnhost", "netexec", "--http-port=8080"));
+  json digest = {{"image", "mirror.example/agnhost@sha256:abc"}, {"args", {"serve-hostname"}}};
+  EXPECT_THAT(containerArgv(digest, "/s"), ElementsAre("/s", "agnhost", "serve-hostname"));
+}
+
+TEST(ContainerArgvTest, OtherImagesWithoutCommandServeNetexecOnTheirFirstPort) {
+  json c = {{"image", "nginx"}, {"ports", json::array({{{"containerPort", 8081}}, {{"containerPort", 9}}})}};
+  EXPECT_THAT(containerArgv(c, "/s"), ElementsAre("/s", "agnhost", "netexec", "--http-port=8081"));
+  EXPECT_THAT(containerArgv(json{{"image", "nginx"}}, "/s"),
+              ElementsAre("/s", "agnhost", "netexec", "--http-port=80"));
+}
+
+TEST(NetworkNamesTest, MarkerAndPrefixCarryTheClusterName) {
+  EXPECT_EQ(networkMarker("a").size(), 8u);
+  EXPECT_EQ(networkMarker("a").substr(0, 2), "st");
+  EXPECT_NE(networkMarker("a"), networkMarker("b"));
+  EXPECT_EQ(namespacePrefix("Home_1"), networkMarker("Home_1") + "-home-1-");
+}
+
+json service(const std::string& name, const std::string& ip, json ports, json extra = json::object()) {
+  json s = {{"metadata", {{"name", name}, {"namespace", "default"}}},
+            {"spec", {{"clusterIP", ip}, {"ports", ports}}}};
+  s["spec"].update(extra);
+  return s;
+}
+
+json slice(const std::string& svc, json endpoints, json ports) {
+  return {{"metadata",
+           {{"name", svc + "-abc"},
+            {"namespace", "default"},
+            {"labels", {{"kubernetes.io/service-name", svc}}}}},
+          {"addressType", "IPv4"},
+          {"endpoints", endpoints},
+          {"ports", ports}};
+}
+
+TEST(ServiceRulesTest, ClusterIpPortsDnatToReadyEndpointsAtRandom) {
+  auto rules = buildServiceRules(
+      {service("web", "10.96.0.20", json::array({{{"name", "http"}, {"port", 80}}}))},
+      {slice("web",
+             json::array({{{"addresses", {"10.244.1.2"}}, {"conditions", {{"ready", true}}}},
+                          {{"addresses", {"10.244.2.2"}}, {"conditions", {{"ready", false}}}},
+                          {{"addresses", {"10.244.3.2"}}}}),
+             json::array({{{"name", "http"}, {"port", 8080}, {"protocol", "TCP"}}}))},
+      "cbr0");
+  EXPECT_THAT(rules, HasSubstr("ip daddr 10.96.0.20 tcp dport 80 goto svc-0"));
+  EXPECT_THAT(rules, HasSubstr("meta l4proto tcp dnat to 10.244.1.2:8080"));
+  EXPECT_THAT(rules, HasSubstr("meta l4proto tcp dnat to 10.244.3.2:8080"));
+  EXPECT_THAT(rules, Not(HasSubstr("10.244.2.2"))) << "not ready";
+  EXPECT_THAT(rules, HasSubstr("numgen random mod 2 vmap { 0 : goto svc-0-ep-0, 1 : goto svc-0-ep-1 }"));
+  EXPECT_THAT(rules, HasSubstr("ct status dnat oifname \"cbr0\" masquerade"));
+  // A whole-table replacement in one transaction.
+  EXPECT_EQ(rules.rfind("table ip strait-services\ndelete table ip strait-services\n", 0), 0u);
+}
+
+TEST(ServiceRulesTest, HeadlessAndEndpointlessServicesGetNoRule) {
+  auto rules = buildServiceRules(
+      {service("headless", "None", json::array({{{"port", 80}}})),
+       service("empty", "10.96.0.21", json::array({{{"port", 80}}}))},
+      {slice("headless", json::array({{{"addresses", {"10.244.1.2"}}}}),
+             json::array({{{"port", 80}}}))},
+      "cbr0");
+  EXPECT_THAT(rules, Not(HasSubstr("dnat")));
+}
+
+TEST(ServiceRulesTest, ClientIpAffinityRemembersClientsPerEndpoint) {
+  auto rules = buildServiceRules(
+      {service("web", "10.96.0.20", json::array({{{"port", 53}, {"protocol", "UDP"}}}),
+               {{"sessionAffinity", "ClientIP"},
+                {"sessionAffinityConfig", {{"clientIP", {{"timeoutSeconds", 60}}}}}})},
+      {slice("web", json::array({{{"addresses", {"10.244.1.2"}}}}),
+             json::array({{{"port", 5353}, {"protocol", "UDP"}}}))},
+      "cbr0");
+  EXPECT_THAT(rules, HasSubstr("ip daddr 10.96.0.20 udp dport 53 goto svc-0"));
+  EXPECT_THAT(rules, HasSubstr("set svc-0-ep-0-clients {\n    type ipv4_addr; flags dynamic, "
+                               "timeout; timeout 60s"));
+  EXPECT_THAT(rules, HasSubstr("ip saddr @svc-0-ep-0-clients goto svc-0-ep-0"));
+  EXPECT_THAT(rules, HasSubstr("update @svc-0-ep-0-clients { ip saddr }"));
+}
+
+TEST(ClusterDnsTest, HostsFileNamesServicesAndHeadlessEndpoints) {
+  std::string hosts = buildDnsHosts(
+      {service("web", "10.96.0.20", json::array({{{"port", 80}}})),
+       service("db", "None", json::array({{{"port", 5432}}}))},
+      {slice("db",
+             json::array({{{"addresses", {"10.244.1.5"}}},
+                          {{"addresses", {"10.244.2.5"}}, {"conditions", {{"ready", false}}}}}),
+             json::array({{{"port", 5432}}}))});
+  EXPECT_EQ(hosts,
+            "10.96.0.20 web.default.svc.cluster.local\n"
+            "10.244.1.5 db.default.svc.cluster.local\n");
+}
+
+TEST(ClusterDnsTest, ResolvConfIsTheKubeletOne) {
+  EXPECT_EQ(podResolvConf("shop"),
+            "nameserver 10.96.0.10\nsearch shop.svc.cluster.local svc.cluster.local "
+            "cluster.local\noptions ndots:5\n");
+}
+
+}  // namespace
+}  // namespace strait::minicluster
