@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
     std::cout << kVersion << "\n";
   });
   app.add_subcommand("help", "print this list of commands")->callback([&app] {
-    std::cout << app.help();
+    // app.help() would describe the selected subcommand (help itself): format the top level.
+    std::cout << app.get_formatter()->make_help(&app, app.get_name(), CLI::AppFormatMode::Normal);
   });
 
   if (argc < 2) {  // bare `strait`: the list of commands, as bad usage

@@ -6,6 +6,10 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 namespace strait::reflection {
 namespace {
@@ -104,6 +108,69 @@ TEST(Reflector, RegistrationErrors) {
   r.stop();
   r.stop();  // idempotent
   EXPECT_TRUE(r.enqueue("Scripted", "after-stop").ok());  // ignored, no crash
+}
+
+// Retries once with `error`, then done.
+class ConflictOnceKind : public KindReflector {
+ public:
+  explicit ConflictOnceKind(kube::Error error) : error_(std::move(error)) {}
+  std::string kind() const override { return "ConflictOnce"; }
+  HandleResult handle(const std::string&) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ++calls_ == 1 ? HandleResult::retry(error_) : HandleResult::done();
+  }
+  int calls() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
+
+ private:
+  kube::Error error_;
+  std::mutex mu_;
+  int calls_ = 0;
+};
+
+// What the reflector logs at info level and above while handling one key that first fails
+// with `error`.
+std::string logsOfOneRetry(kube::Error error) {
+  std::ostringstream out;
+  auto previous = spdlog::default_logger();
+  auto logger = std::make_shared<spdlog::logger>(
+      "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
+  logger->set_level(spdlog::level::info);
+  spdlog::set_default_logger(logger);
+  auto kind = std::make_unique<ConflictOnceKind>(std::move(error));
+  ConflictOnceKind* k = kind.get();
+  Reflector r;
+  EXPECT_TRUE(r.registerKind(std::move(kind), fastRetries(1)).ok());
+  r.start();
+  EXPECT_TRUE(r.enqueue("ConflictOnce", "ns/a").ok());
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (k->calls() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  r.stop();
+  EXPECT_EQ(r.counters("ConflictOnce").retries, 1u);
+  spdlog::set_default_logger(previous);
+  return out.str();
+}
+
+TEST(Reflector, StaleVersionConflictRetriesAreRoutineOthersAreWarnings) {
+  // The API server's optimistic-concurrency answer: routine, not a warning.
+  std::string stale = logsOfOneRetry(kube::makeError(
+      kube::Code::Conflict,
+      "Operation cannot be fulfilled on pods \"web-1\": the object has been modified; please "
+      "apply your changes to the latest version and try again"));
+  EXPECT_EQ(stale.find("reflect_retry"), std::string::npos) << stale;
+  // A name owned by someone else is a real conflict, and so is an unreachable provider.
+  std::string owner = logsOfOneRetry(kube::makeError(
+      kube::Code::Conflict, "Pod web-x/web-1 exists in the provider and is not reflected"));
+  EXPECT_NE(owner.find("event=reflect_retry kind=ConflictOnce key=ns/a code=Conflict"),
+            std::string::npos)
+      << owner;
+  std::string down =
+      logsOfOneRetry(kube::makeError(kube::Code::Unavailable, "provider unreachable"));
+  EXPECT_NE(down.find("reflect_retry"), std::string::npos) << down;
 }
 
 }  // namespace
