@@ -61,8 +61,13 @@ class AgentHardeningTest : public ::testing::Test {
     home_ = cloud_ = nullptr;
   }
   static std::vector<std::string> agentArgs() {
-    return {"--heartbeat-interval", "300ms", "--lost-after", "3s", "--kubelet-port", "0",
-            "--leader-lease-duration", "3s"};
+    return {"--heartbeat-interval", "300ms", "--lost-after", "3s", "--kubelet-port", "0"};
+  }
+  // With a short Lease, so that a standby takes over within the test.
+  static std::vector<std::string> shortLeaseArgs() {
+    std::vector<std::string> args = agentArgs();
+    args.insert(args.end(), {"--leader-lease-duration", "3s"});
+    return args;
   }
 
  protected:
@@ -190,12 +195,17 @@ AgentProcess* AgentHardeningTest::cloudAgent_ = nullptr;
 std::string AgentHardeningTest::error_;
 
 TEST_F(AgentHardeningTest, SecondAgentWaitsAsStandbyAndTakesOverAfterKill9) {
-  const std::string urlA = registeredUrl(*homeAgent_);
-  ASSERT_FALSE(urlA.empty()) << homeAgent_->logs();
-  EXPECT_EQ(webhookUrl(), urlA);
+  // The suite's agent hands over (a clean stop releases the Lease) to one with a short Lease.
+  homeAgent_->stop();
+  AgentProcess leader;
+  ASSERT_EQ(leader.start(home_->kubeconfig(), "home", shortLeaseArgs()), "");
+  ASSERT_TRUE(waitFor([&] { return !registeredUrl(leader).empty(); }, 30s)) << leader.logs();
+  const std::string urlA = registeredUrl(leader);
+  EXPECT_TRUE(waitFor([&] { return webhookUrl() == urlA; }, 10s)) << webhookUrl();
 
   AgentProcess standby;
-  ASSERT_EQ(standby.start(home_->kubeconfig(), "home", agentArgs(), "127.0.0.1:0", "event=standby"),
+  ASSERT_EQ(standby.start(home_->kubeconfig(), "home", shortLeaseArgs(), "127.0.0.1:0",
+                          "event=standby"),
             "");
   EXPECT_NE(standby.logs().find("standby: leader is "), std::string::npos) << standby.logs();
   // The standby acts on nothing: the webhook still points at the leader.
@@ -203,7 +213,7 @@ TEST_F(AgentHardeningTest, SecondAgentWaitsAsStandbyAndTakesOverAfterKill9) {
   EXPECT_EQ(standby.logs().find("event=agent_started"), std::string::npos) << standby.logs();
   EXPECT_EQ(webhookUrl(), urlA);
 
-  homeAgent_->kill();
+  leader.kill();
   const auto killedAt = std::chrono::steady_clock::now();
   ASSERT_TRUE(waitFor([&] { return standby.logs().find("event=leading") != std::string::npos; },
                       30s, 20ms))
