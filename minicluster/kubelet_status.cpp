@@ -121,9 +121,9 @@ json buildPodStatus(const SimPod& p, const json& old, TimePoint now) {
     } else {
       cs["lastState"] = json::object();
     }
-    cs["ready"] = running && p.stage == PodStage::Running;
-    cs["started"] = running;
-    allRunning = allRunning && running;
+    cs["ready"] = running && p.stage == PodStage::Running && c.probeReady;
+    cs["started"] = running && c.probeStarted;
+    allRunning = allRunning && running && c.probeReady;
     allTerminated = allTerminated && terminated;
     if (!terminated || c.exitCode != 0) allSucceeded = false;
     statuses.push_back(cs);
@@ -149,7 +149,9 @@ json buildPodStatus(const SimPod& p, const json& old, TimePoint now) {
                nowS);
   std::string notReady;
   for (const auto& c : p.containers) {
-    if (!(c.startedAt && !c.finishedAt)) notReady += (notReady.empty() ? "" : " ") + c.name;
+    if (!(c.startedAt && !c.finishedAt && c.probeReady)) {
+      notReady += (notReady.empty() ? "" : " ") + c.name;
+    }
   }
   std::string notReadyMsg = "containers with unready status: [" + notReady + "]";
   if (phase == "Succeeded" || phase == "Failed") {

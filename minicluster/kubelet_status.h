@@ -22,6 +22,10 @@ enum class PodStage { Creating, Running, Finished, Terminating };
 struct SimContainer : ContainerRuntime {
   std::string waitingReason = "ContainerCreating";  // when not started
   std::string waitingMessage;
+  // Readiness from probes (process runtime): a running container is ready only when true;
+  // started only once its startup probe succeeded.
+  bool probeReady = true;
+  bool probeStarted = true;
 };
 
 struct SimPod {

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <future>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -31,6 +32,7 @@
 #include "minicluster/kubelet_exec.h"
 #include "minicluster/kubelet_status.h"
 #include "minicluster/runtime_process_launch.h"
+#include "minicluster/runtime_process_probe.h"
 #include "minicluster/service_proxy.h"
 
 namespace strait::minicluster {
@@ -92,6 +94,15 @@ std::string ipString(uint32_t ip) {
   return buf;
 }
 
+// One probe of a container instance: consecutive results and the run in flight.
+struct Probe {
+  json spec;
+  ProbeTiming timing;
+  int successes = 0, failures = 0;
+  Steady::time_point next;
+  std::future<bool> pending;
+};
+
 // A container instance's process and files, beside its SimContainer status.
 struct Proc {
   json spec;
@@ -99,6 +110,7 @@ struct Proc {
   std::string logPath, previousLogPath;
   std::optional<Steady::time_point> restartAt;
   std::vector<std::pair<std::string, std::string>> env;  // of the current instance
+  std::optional<Probe> startup, liveness, readiness;
 };
 
 struct ProcPod {
@@ -651,6 +663,7 @@ class ProcessKubeletsImpl : public ProcessKubelets {
     }
     proc.logPath = log;
     proc.pid = pid;
+    armProbes(proc, c);
     c.startedAt = now;
     c.finishedAt.reset();
     c.waitingMessage.clear();
@@ -679,6 +692,7 @@ class ProcessKubeletsImpl : public ProcessKubelets {
     bool restart = !terminating && (p.sim.restartPolicy == "Always" ||
                                     (p.sim.restartPolicy == "OnFailure" && code != 0));
     std::string event;
+    disarmProbes(proc);
     {
       std::lock_guard<std::mutex> l(mu_);
       proc.pid = -1;
@@ -809,6 +823,122 @@ class ProcessKubeletsImpl : public ProcessKubelets {
     }
   }
 
+  // --- probes --------------------------------------------------------------------------------
+
+  // Arms the probes of a new container instance (caller holds mu_).
+  void armProbes(Proc& proc, SimContainer& c) {
+    disarmProbes(proc);
+    auto now = Steady::now();
+    auto arm = [&](const char* field, std::optional<Probe>& out) {
+      if (!proc.spec.contains(field) || !proc.spec[field].is_object()) return;
+      Probe pr;
+      pr.spec = proc.spec[field];
+      pr.timing = probeTiming(pr.spec);
+      pr.next = now + pr.timing.initialDelay;
+      out = std::move(pr);
+    };
+    arm("startupProbe", proc.startup);
+    arm("livenessProbe", proc.liveness);
+    arm("readinessProbe", proc.readiness);
+    c.probeStarted = !proc.startup;
+    c.probeReady = !proc.readiness;
+  }
+
+  // Drops the probes; runs in flight finish on their own (their futures wait in abandoned_).
+  void disarmProbes(Proc& proc) {
+    for (auto* pr : {&proc.startup, &proc.liveness, &proc.readiness}) {
+      if (*pr && (*pr)->pending.valid()) abandoned_.push_back(std::move((*pr)->pending));
+      pr->reset();
+    }
+  }
+
+  ProbeTarget probeTarget(const ProcPod& p, const Proc& proc) const {
+    ProbeTarget t;
+    t.netnsPath = p.netnsPath;
+    t.hostname = p.hostNetwork ? p.sim.node : p.sim.name;
+    t.workingDir = proc.spec.value("workingDir", "");
+    t.podIP = p.sim.podIP;
+    t.env = proc.env;
+    t.bindFiles = p.bindFiles;
+    t.containerPorts = proc.spec.value("ports", json::array());
+    return t;
+  }
+
+  // Advances one probe: collects a finished run, starts the next when due. Returns true or
+  // false when the run just collected makes the threshold (success or failure), else nullopt.
+  std::optional<bool> stepProbe(const ProcPod& p, const Proc& proc, Probe& pr) {
+    auto now = Steady::now();
+    if (pr.pending.valid()) {
+      if (pr.pending.wait_for(0ms) != std::future_status::ready) return std::nullopt;
+      if (pr.pending.get()) {
+        pr.failures = 0;
+        if (++pr.successes >= pr.timing.successThreshold) return true;
+      } else {
+        pr.successes = 0;
+        if (++pr.failures >= pr.timing.failureThreshold) return false;
+      }
+      return std::nullopt;
+    }
+    if (now >= pr.next) {
+      pr.next = now + pr.timing.period;
+      pr.pending = std::async(std::launch::async, [spec = pr.spec, t = probeTarget(p, proc)] {
+        return runProbe(spec, t);
+      });
+    }
+    return std::nullopt;
+  }
+
+  void tickProbes(ProcPod& p, size_t i) {
+    Proc& proc = p.procs[i];
+    SimContainer& c = p.sim.containers[i];
+    auto kill = [&](const std::string& probe) {
+      recorder_.record(p.sim.pod, "Warning", "Unhealthy", probe + " probe failed", p.sim.node);
+      recorder_.record(p.sim.pod, "Normal", "Killing",
+                       "Container " + c.name + " failed " + probe + " probe, will be restarted",
+                       p.sim.node);
+      spdlog::info("event=probe_failed pod={}/{} container={} probe={} action=kill", p.sim.ns,
+                   p.sim.name, c.name, probe);
+      ::kill(-proc.pid, SIGKILL);  // reaped by the next tick, then restartPolicy applies
+      disarmProbes(proc);
+    };
+    if (!c.probeStarted) {
+      if (!proc.startup) return;
+      auto r = stepProbe(p, proc, *proc.startup);
+      if (r && *r) {
+        std::lock_guard<std::mutex> l(mu_);
+        c.probeStarted = true;
+        proc.startup.reset();
+        p.dirty = true;
+      } else if (r) {
+        kill("Startup");
+      }
+      return;
+    }
+    if (proc.liveness) {
+      auto r = stepProbe(p, proc, *proc.liveness);
+      if (r && !*r) {
+        kill("Liveness");
+        return;
+      }
+    }
+    if (proc.readiness) {
+      auto r = stepProbe(p, proc, *proc.readiness);
+      if (r && *r != c.probeReady) {
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          c.probeReady = *r;
+        }
+        p.dirty = true;
+        if (!*r) {
+          recorder_.record(p.sim.pod, "Warning", "Unhealthy", "Readiness probe failed",
+                           p.sim.node);
+        }
+        spdlog::info("event=readiness_changed pod={}/{} container={} ready={}", p.sim.ns,
+                     p.sim.name, c.name, *r);
+      }
+    }
+  }
+
   // --- loop ----------------------------------------------------------------------------------
 
   void tickPod(ProcPod& p) {
@@ -849,7 +979,11 @@ class ProcessKubeletsImpl : public ProcessKubelets {
       Proc& proc = p.procs[i];
       if (proc.pid > 0) {
         int status = 0;
-        if (::waitpid(proc.pid, &status, WNOHANG) == proc.pid) onExit(p, i, exitCodeOf(status));
+        if (::waitpid(proc.pid, &status, WNOHANG) == proc.pid) {
+          onExit(p, i, exitCodeOf(status));
+        } else if (p.sim.stage == PodStage::Running) {
+          tickProbes(p, i);
+        }
       } else if (proc.restartAt && now >= *proc.restartAt && p.sim.stage == PodStage::Running) {
         startContainer(p, i);
       }
@@ -866,6 +1000,11 @@ class ProcessKubeletsImpl : public ProcessKubelets {
 
   void tick() {
     for (auto& [key, p] : pods_) tickPod(p);
+    abandoned_.erase(std::remove_if(abandoned_.begin(), abandoned_.end(),
+                                    [](std::future<bool>& f) {
+                                      return f.wait_for(0ms) == std::future_status::ready;
+                                    }),
+                     abandoned_.end());
     auto now = Steady::now();
     if (now >= nextLease_) {
       for (const auto& [name, n] : nodes_) renewLease(n);
@@ -969,6 +1108,7 @@ class ProcessKubeletsImpl : public ProcessKubelets {
   // Loop thread only.
   Steady::time_point nextLease_, nextStatus_;
   std::vector<std::pair<std::string, std::string>> lastEnv_;  // of the last launch()
+  std::vector<std::future<bool>> abandoned_;  // probe runs of gone container instances
 };
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "e2e/cluster_fixture.h"
 
@@ -341,6 +342,89 @@ TEST_F(ProcessRuntimeTest, ExitCodesDriveRestartsAndCrashLoopBackOff) {
                 .out,
             "4");
   EXPECT_EQ(must(c, {"logs", "once"}).out, "done\n");
+}
+
+TEST_F(ProcessRuntimeTest, ProbesDriveReadinessServiceRulesAndRestarts) {
+  Minicluster c;
+  ASSERT_NO_FATAL_FAILURE(startCluster(c, "procrt-p", 1));
+  TempDir flags("strait-procrt-ready");
+  auto probed = [&](const std::string& name) {
+    json pod = json::parse(agnhostPod(name, ""));
+    pod["metadata"]["labels"]["app"] = "probed";
+    pod["spec"]["containers"][0]["readinessProbe"] = {
+        {"exec", {{"command", {"cat", flags.file("ready-" + name)}}}},
+        {"periodSeconds", 1},
+        {"failureThreshold", 1}};
+    return pod.dump();
+  };
+  json svc = {{"apiVersion", "v1"},
+              {"kind", "Service"},
+              {"metadata", {{"name", "probed"}}},
+              {"spec",
+               {{"selector", {{"app", "probed"}}},
+                {"ports", json::array({{{"port", 80}, {"targetPort", 8080}}})}}}};
+  must(c, {"apply", "-f", "-"}, svc.dump());
+  must(c, {"apply", "-f", "-"}, probed("probed-a"));
+  must(c, {"apply", "-f", "-"}, probed("probed-b"));
+  must(c, {"apply", "-f", "-"}, clientPod(""));
+  waitReady(c, "app=client", 1);
+  // Not ready until the probe's file exists.
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(pods(c, "app=probed").size(), 2u);
+  for (const auto& p : pods(c, "app=probed")) EXPECT_FALSE(ready(p)) << p["status"].dump();
+  writeFile(flags.file("ready-probed-a"), "yes");
+  writeFile(flags.file("ready-probed-b"), "yes");
+  json both = waitReady(c, "app=probed", 2);
+  ASSERT_EQ(both.size(), 2u);
+  std::string ipB;
+  for (const auto& p : both) {
+    if (p["metadata"]["name"] == "probed-b") ipB = p["status"]["podIP"];
+  }
+  std::string nodeNs;
+  std::stringstream list(runCommand({"ip", "netns", "list"}).out);
+  for (std::string l; std::getline(list, l);) {
+    if (l.find("-procrt-p-node-0") != std::string::npos) nodeNs = l.substr(0, l.find(' '));
+  }
+  ASSERT_FALSE(nodeNs.empty());
+  auto rules = [&] {
+    return runCommand({"ip", "netns", "exec", nodeNs, "nft", "list", "table", "ip",
+                       "strait-services"})
+        .out;
+  };
+  ASSERT_TRUE(waitFor([&] { return rules().find(ipB + ":8080") != std::string::npos; }, 10s))
+      << rules();
+
+  // A failing readiness probe takes the replica out of the endpoints and the rules.
+  ::unlink(flags.file("ready-probed-b").c_str());
+  auto failedAt = std::chrono::steady_clock::now();
+  ASSERT_TRUE(waitFor([&] { return rules().find(ipB + ":8080") == std::string::npos; }, 10s, 20ms))
+      << rules();
+  auto took = std::chrono::steady_clock::now() - failedAt;
+  EXPECT_LT(took, 2500ms) << "readiness failure to nftables rules";
+  std::cerr << "readiness failure to rules: "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms\n";
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(must(c, {"exec", "client", "--", "curl", "-s", "--max-time", "5",
+                       "http://probed.default.svc.cluster.local/hostname"})
+                  .out,
+              "probed-a");
+  }
+
+  // A failing liveness probe restarts the container.
+  json live = json::parse(agnhostPod("live", ""));
+  live["spec"]["containers"][0]["livenessProbe"] = {
+      {"httpGet", {{"path", "/missing"}, {"port", 8080}}}, {"periodSeconds", 1}, {"failureThreshold", 2}};
+  must(c, {"apply", "-f", "-"}, live.dump());
+  ASSERT_TRUE(waitFor(
+      [&] {
+        return kubectl(c, {"get", "pod", "live", "-o",
+                           "jsonpath={.status.containerStatuses[0].restartCount}"})
+                   .out >= "1";
+      },
+      30s, 250ms))
+      << must(c, {"get", "pod", "live", "-o", "yaml"}).out;
+  EXPECT_THAT(must(c, {"get", "events", "--field-selector", "involvedObject.name=live"}).out,
+              HasSubstr("Liveness probe failed"));
 }
 
 TEST_F(ProcessRuntimeTest, TwoClustersWithTheSamePodCidrRunSideBySide) {
