@@ -42,6 +42,7 @@ struct AgentFlags {
   int kubeBurst = 2000;
   int streamWorkers = 16;  // provider side: requests of one consumer's stream served at once
   std::string leaderLease = "15s";  // one active agent per cluster (agent_leader.h)
+  std::string podSecurity = "baseline";  // provider side: level every consumer's Pod must pass
 };
 
 int runAgent(const AgentFlags& f) {
@@ -86,7 +87,14 @@ int runAgent(const AgentFlags& f) {
     spdlog::error("event=bad_flag flag=--stream-workers error=\"expected 1..1024\"");
     return 2;
   }
+  kube::Result<kube::PodSecurityLevel> podSecurity = kube::parsePodSecurityLevel(f.podSecurity);
+  if (!podSecurity.ok()) {
+    spdlog::error("event=bad_flag flag=--pod-security error=\"{}\"", podSecurity.error().message);
+    return 2;
+  }
+  cfg.provider.podSecurity = *podSecurity;
   reflection::StreamServerOptions streamOpts;
+  streamOpts.podSecurity = *podSecurity;
   streamOpts.keepaliveInterval = *keepalive;
   streamOpts.workers = f.streamWorkers;
   cfg.streamHandlerFactory = [streamOpts](peering::ProviderService& service, kube::Client& c) {
@@ -226,6 +234,11 @@ void addAgentCommand(CLI::App& app) {
   sub->add_option("--kube-burst", flags->kubeBurst, "burst of that rate limit (1 to 1000000)")
       ->capture_default_str()
       ->check(numberRange(1, 1000000));
+  sub->add_option("--pod-security", flags->podSecurity,
+                  "Pod Security Standards level the consumers' Pods must pass in this cluster "
+                  "(privileged, baseline, restricted)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"privileged", "baseline", "restricted"}));
   sub->add_option("--log-level", flags->logLevel, kLogLevelHelp)
       ->capture_default_str()
       ->check(logLevelValidator());
