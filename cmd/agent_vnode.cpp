@@ -14,12 +14,13 @@ void addVnodeFlags(CLI::App* sub, VnodeFlags& f) {
       ->capture_default_str()
       ->check(CLI::IsMember({"NoExecute", "NoSchedule", "PreferNoSchedule", ""}));
   sub->add_option("--vnode-stream-grace", f.streamGrace,
-                  "a virtual node stays Ready this long after its reflection stream broke (1s to 24h)")
+                  "a virtual node stays Ready this long after its reflection stream broke (1s to "
+                  "24h)")
       ->capture_default_str()
       ->check(durationValidator(std::chrono::seconds(1), std::chrono::hours(24)));
   sub->add_option("--vnode-pod-workers", f.podWorkers,
-                  "Pods each virtual node reflects at once (each waits for its provider reply; 1 to "
-                  "1024)")
+                  "Pods each virtual node reflects at once (each waits for its provider reply; "
+                  "1 to 1024)")
       ->capture_default_str()
       ->check(numberRange(1, 1024));
   sub->add_option("--kubelet-port", f.kubeletPort,

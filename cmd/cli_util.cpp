@@ -65,7 +65,8 @@ bool isDnsName(const std::string& host) {
   size_t start = 0;
   while (start <= host.size()) {
     size_t dot = host.find('.', start);
-    std::string label = host.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    std::string label =
+        host.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') {
       return false;
     }
@@ -91,7 +92,8 @@ kube::Result<HostPort> parseHostPort(const std::string& text, bool allowAnyPort)
   HostPort hp;
   std::string host = text.substr(0, colon);
   std::string port = text.substr(colon + 1);
-  if (host.empty()) return bad("the host is empty (e.g. 127.0.0.1:" + port + " or 0.0.0.0:" + port + ")");
+  if (host.empty())
+    return bad("the host is empty (e.g. 127.0.0.1:" + port + " or 0.0.0.0:" + port + ")");
   if (host.front() == '[') {
     if (host.back() != ']') return bad("an IPv6 host needs its closing ']'");
     hp.host = host.substr(1, host.size() - 2);
@@ -167,7 +169,8 @@ CLI::Validator durationValidator(std::chrono::milliseconds min, std::chrono::mil
           return "\"" + value + "\" is not a duration (expected e.g. 500ms, 30s, 5m, 1h, " + range +
                  ")";
         }
-        if (*d < min || *d > max) return "\"" + value + "\" is out of range (expected " + range + ")";
+        if (*d < min || *d > max)
+          return "\"" + value + "\" is out of range (expected " + range + ")";
         return {};
       },
       "DURATION");

@@ -17,8 +17,8 @@ namespace strait::cmd {
 
 // Exit codes of every subcommand (documented in the top-level --help footer).
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;   // the command ran and failed
-inline constexpr int kExitUsage = 2;     // bad usage: unknown command or flag, bad value
+inline constexpr int kExitFailure = 1;        // the command ran and failed
+inline constexpr int kExitUsage = 2;          // bad usage: unknown command or flag, bad value
 inline constexpr int kExitInterrupted = 130;  // stopped by Ctrl-C / SIGTERM (strait demo)
 
 // "500ms", "30s", "5m", "1h", "2h30m"; a bare number is seconds. nullopt if malformed.
@@ -58,7 +58,7 @@ CLI::Validator positiveQuantityValidator();
 CLI::Validator resourceListValidator();
 
 // Log levels --log-level accepts, in order.
-inline const std::vector<std::string> kLogLevels = {"trace", "debug", "info",    "warn",
+inline const std::vector<std::string> kLogLevels = {"trace", "debug",    "info", "warn",
                                                     "error", "critical", "off"};
 inline constexpr const char* kLogLevelHelp =
     "log level: trace, debug, info, warn, error, critical or off";

@@ -55,15 +55,18 @@ class VerifyFailures {
   std::optional<int> last_;  // guarded by mu_
 };
 
-// What did not verify, in words, for a failed handshake with `server`.
-std::string handshakeFailure(const std::string& server, bool kubeconfigCa,
-                             std::optional<int> verifyError, const std::string& what) {
+// What did not verify, in words, for a failed handshake with `server`, whose certificate had
+// to be issued for `expectedName` (the URL's host, or tls-server-name).
+std::string handshakeFailure(const std::string& server, const std::string& expectedName,
+                             bool kubeconfigCa, std::optional<int> verifyError,
+                             const std::string& what) {
   std::string msg = "TLS handshake with " + server + " failed: ";
   if (!verifyError) return msg + what;
   const std::string detail =
       " (certificate verify failed: " +
-      std::string(*verifyError == X509_V_OK ? "hostname mismatch"
-                                            : X509_verify_cert_error_string(*verifyError)) +
+      std::string(*verifyError == X509_V_OK || *verifyError == X509_V_ERR_UNSPECIFIED
+                      ? "hostname mismatch"
+                      : X509_verify_cert_error_string(*verifyError)) +
       ")";
   switch (*verifyError) {
     case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
@@ -82,8 +85,8 @@ std::string handshakeFailure(const std::string& server, bool kubeconfigCa,
     case X509_V_ERR_CERT_NOT_YET_VALID:
       return msg + "the server's certificate is not valid yet" + detail;
     case X509_V_OK:
-      return msg + "the server's certificate is not issued for the host in the server URL" +
-             detail;
+    case X509_V_ERR_UNSPECIFIED:  // the host name check (the only verify callback) refused it
+      return msg + "the server's certificate is not issued for " + expectedName + detail;
     default:
       return msg + "the server's certificate did not verify" + detail;
   }
@@ -196,8 +199,11 @@ class CppRestTransport : public Transport {
     std::string what = e.what();
     if (what.find("SSL handshake") != std::string::npos ||
         what.find("handshake") != std::string::npos) {
-      return makeError(Code::Unavailable, handshakeFailure(server_, !caPem_.empty(),
-                                                           verifyFailures_->take(), what));
+      std::string expectedName =
+          hostHeader_.empty() ? web::uri(server_).host() : hostHeader_;
+      return makeError(Code::Unavailable,
+                       handshakeFailure(server_, expectedName, !caPem_.empty(),
+                                        verifyFailures_->take(), what));
     }
     return makeError(Code::Unavailable, what);
   }

@@ -23,9 +23,9 @@ TEST(ParseHostPortTest, AcceptsAddressesNamesAndPorts) {
 }
 
 TEST(ParseHostPortTest, RefusesWhatNoListenerCouldUse) {
-  for (const char* bad : {"127.0.0.1:99999", "127.0.0.1:-1", "127.0.0.1:", "127.0.0.1", ":80",
-                          "::1:80", "[::1:80", "[nope]:80", "bad host:80", "-a.com:80",
-                          "999.1.2.3:80", "127.0.0.1:8x"}) {
+  for (const char* bad :
+       {"127.0.0.1:99999", "127.0.0.1:-1", "127.0.0.1:", "127.0.0.1", ":80", "::1:80", "[::1:80",
+        "[nope]:80", "bad host:80", "-a.com:80", "999.1.2.3:80", "127.0.0.1:8x"}) {
     EXPECT_FALSE(parseHostPort(bad, true).ok()) << bad;
   }
   auto zero = parseHostPort("127.0.0.1:0", false);
@@ -68,8 +68,8 @@ TEST(ValidatorsTest, SayWhatIsAccepted) {
 }
 
 TEST(ClosestNameTest, SuggestsNearMissesOnly) {
-  const std::vector<std::string> names = {"agent", "offload", "unoffload", "status", "peer",
-                                          "unpeer", "minicluster", "token", "version"};
+  const std::vector<std::string> names = {"agent",  "offload",     "unoffload", "status", "peer",
+                                          "unpeer", "minicluster", "token",     "version"};
   EXPECT_EQ(closestName("ofload", names), "offload");
   EXPECT_EQ(closestName("agnet", names), "agent");
   EXPECT_EQ(closestName("stauts", names), "status");

@@ -31,9 +31,9 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-const std::vector<std::string> kCommands = {"minicluster", "agent",   "token",   "peer",
-                                            "unpeer",      "status",  "gateway", "offload",
-                                            "unoffload",   "demo",    "version", "help"};
+const std::vector<std::string> kCommands = {"minicluster", "agent",  "token",   "peer",
+                                            "unpeer",      "status", "gateway", "offload",
+                                            "unoffload",   "demo",   "version", "help"};
 
 TEST(CliTest, BareStraitListsTheCommandsAsBadUsage) {
   CommandResult r = strait({});
@@ -66,9 +66,8 @@ TEST(CliTest, UnknownSubcommandIsNamedWithTheClosestOne) {
     std::string typed;
     std::string suggested;  // "" = no suggestion expected
   };
-  for (const Case& c : {Case{"ofload", "offload"}, Case{"agnet", "agent"},
-                        Case{"stauts", "status"}, Case{"minicluser", "minicluster"},
-                        Case{"foo", ""}}) {
+  for (const Case& c : {Case{"ofload", "offload"}, Case{"agnet", "agent"}, Case{"stauts", "status"},
+                        Case{"minicluser", "minicluster"}, Case{"foo", ""}}) {
     CommandResult r = strait({c.typed});
     EXPECT_EQ(r.exitCode, kUsage) << r.describe();
     EXPECT_TRUE(contains(r.err, "unknown subcommand \"" + c.typed + "\"")) << r.describe();
@@ -85,15 +84,15 @@ TEST(CliTest, ParseErrorsExitTwo) {
        {std::vector<std::string>{"agent"},                                   // required flags
         std::vector<std::string>{"status", "--kubeconfig", "x", "--bogus"},  // unknown flag
         std::vector<std::string>{"offload"},                                 // no subcommand
-        std::vector<std::string>{"status", "--kubeconfig"}}) {                // missing value
+        std::vector<std::string>{"status", "--kubeconfig"}}) {               // missing value
     CommandResult r = strait(args);
     EXPECT_EQ(r.exitCode, kUsage) << args[0] << " " << r.describe();
   }
 }
 
 TEST(CliTest, EveryBadValueIsRefusedNamingItsFlag) {
-  const std::vector<std::string> agent = {"agent", "--kubeconfig", "/nonexistent",
-                                          "--cluster-name", "x"};
+  const std::vector<std::string> agent = {"agent", "--kubeconfig", "/nonexistent", "--cluster-name",
+                                          "x"};
   const std::vector<std::string> peer = {"peer", "--kubeconfig", "/nonexistent", "--token", "t"};
   const std::vector<std::string> token = {"token", "--kubeconfig", "/nonexistent"};
   const std::vector<std::string> gateway = {"gateway", "--config", "/nonexistent"};
@@ -130,9 +129,13 @@ TEST(CliTest, EveryBadValueIsRefusedNamingItsFlag) {
       {{"minicluster"}, {"--listen", "127.0.0.1:99999"}, "--listen", "65535"},
       {{"minicluster"}, {"--log-level", "verbose"}, "--log-level", "trace"},
       {{"minicluster"}, {"--node-pods", "0"}, "--node-pods", "greater than zero"},
-      {{"minicluster"}, {"--node-monitor-grace-period", "0s"}, "--node-monitor-grace-period",
+      {{"minicluster"},
+       {"--node-monitor-grace-period", "0s"},
+       "--node-monitor-grace-period",
        "1s to 24h"},
-      {{"minicluster"}, {"--default-toleration-seconds", "-1"}, "--default-toleration-seconds",
+      {{"minicluster"},
+       {"--default-toleration-seconds", "-1"},
+       "--default-toleration-seconds",
        "31536000"},
       {token, {"--ttl", "100000h"}, "--ttl", "720h"},
       {token, {"--ttl", "0s"}, "--ttl", "1s to 720h"},
@@ -144,8 +147,10 @@ TEST(CliTest, EveryBadValueIsRefusedNamingItsFlag) {
       {peer, {"--resource", "pods=0"}, "--resource", "above zero"},
       {peer, {"--timeout", "0s"}, "--timeout", "1s to 24h"},
       {peer, {"--mode", "sideways"}, "--mode", "push"},
-      {{"unpeer", "--kubeconfig", "/nonexistent", "--remote-name", "x"}, {"--timeout", "forever"},
-       "--timeout", "1s to 24h"},
+      {{"unpeer", "--kubeconfig", "/nonexistent", "--remote-name", "x"},
+       {"--timeout", "forever"},
+       "--timeout",
+       "1s to 24h"},
       {{"status", "--kubeconfig", "/nonexistent"}, {"-o", "yaml"}, "--output", "json"},
       {gateway, {"--handshake-load-threshold", "0"}, "--handshake-load-threshold", "1000000"},
       {gateway, {"--log-level", "verbose"}, "--log-level", "critical"},
@@ -160,9 +165,9 @@ TEST(CliTest, EveryBadValueIsRefusedNamingItsFlag) {
     EXPECT_EQ(r.exitCode, kUsage) << what << "\n" << r.describe();
     EXPECT_TRUE(contains(r.err, c.flag)) << what << ": the message names no " << c.flag << "\n"
                                          << r.describe();
-    EXPECT_TRUE(contains(r.err, c.range)) << what << ": the message does not say \"" << c.range
-                                          << "\"\n"
-                                          << r.describe();
+    EXPECT_TRUE(contains(r.err, c.range))
+        << what << ": the message does not say \"" << c.range << "\"\n"
+        << r.describe();
   }
 }
 
@@ -211,8 +216,7 @@ CommandResult agentThatMustExit(const std::string& kubeconfig, const std::string
     return r;
   }
   bool exited = waitFor([&] { return !p.running(); }, 60s);
-  EXPECT_TRUE(exited) << "the agent runs on a port another process listens on:\n"
-                      << p.stderrText();
+  EXPECT_TRUE(exited) << "the agent runs on a port another process listens on:\n" << p.stderrText();
   r.exitCode = exited ? p.exitCode() : p.stop();
   r.out = p.stdoutText();
   r.err = p.stderrText();
@@ -257,8 +261,8 @@ TEST(CliClusterTest, OffloadOfASystemNamespaceIsRefusedUnlessForced) {
     EXPECT_TRUE(contains(r.err, "refusing to offload namespace " + ns)) << r.describe();
     EXPECT_TRUE(contains(r.err, "--force")) << r.describe();
   }
-  CommandResult why = strait({"offload", "namespace", "kube-system", "--kubeconfig",
-                              cluster.kubeconfig()});
+  CommandResult why =
+      strait({"offload", "namespace", "kube-system", "--kubeconfig", cluster.kubeconfig()});
   EXPECT_TRUE(contains(why.err, "Kubernetes system namespace")) << why.describe();
   TempDir cache("strait-cli-kubectl");
   auto label = [&](const std::string& ns) {
@@ -270,17 +274,17 @@ TEST(CliClusterTest, OffloadOfASystemNamespaceIsRefusedUnlessForced) {
   EXPECT_EQ(untouched.exitCode, 0) << untouched.describe();
   EXPECT_EQ(untouched.out, "") << "a refused offload labelled the namespace";
 
-  CommandResult forced = strait({"offload", "namespace", "kube-public", "--kubeconfig",
-                                 cluster.kubeconfig(), "--force"});
+  CommandResult forced = strait(
+      {"offload", "namespace", "kube-public", "--kubeconfig", cluster.kubeconfig(), "--force"});
   EXPECT_EQ(forced.exitCode, 0) << forced.describe();
   CommandResult offloaded = label("kube-public");
   EXPECT_EQ(offloaded.out, "true") << offloaded.describe();
   // An ordinary namespace needs no --force.
-  ASSERT_EQ(runCommand({"kubectl", "--kubeconfig", cluster.kubeconfig(), "create", "namespace",
-                        "web"},
-                       {{"KUBECACHEDIR", cache.file("kcache")}, {"HOME", cache.path()}})
-                .exitCode,
-            0);
+  ASSERT_EQ(
+      runCommand({"kubectl", "--kubeconfig", cluster.kubeconfig(), "create", "namespace", "web"},
+                 {{"KUBECACHEDIR", cache.file("kcache")}, {"HOME", cache.path()}})
+          .exitCode,
+      0);
   CommandResult web = strait({"offload", "namespace", "web", "--kubeconfig", cluster.kubeconfig()});
   EXPECT_EQ(web.exitCode, 0) << web.describe();
 }
@@ -292,8 +296,8 @@ TEST(CliClusterTest, StatusWithoutAnAgentSaysHowToStartOne) {
   EXPECT_EQ(r.exitCode, 1) << r.describe();
   EXPECT_TRUE(contains(r.err, "Strait is not running in the cluster at " + cluster.server()))
       << r.describe();
-  EXPECT_TRUE(contains(r.err, "strait agent --kubeconfig " + cluster.kubeconfig() +
-                                  " --cluster-name"))
+  EXPECT_TRUE(
+      contains(r.err, "strait agent --kubeconfig " + cluster.kubeconfig() + " --cluster-name"))
       << r.describe();
   EXPECT_FALSE(contains(r.err, "could not find the requested resource")) << r.describe();
 }
@@ -302,10 +306,10 @@ TEST(CliClusterTest, KubeconfigWithAnotherCaNamesTheServerAndWhatDidNotVerify) {
   Minicluster cluster;
   ASSERT_EQ(cluster.start("tls"), "");
   TempDir dir("strait-cli-tls");
-  CommandResult ca = runCommand({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                                 "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
-                                 dir.file("other.key"), "-out", dir.file("other.crt"), "-days",
-                                 "1", "-subj", "/CN=another-ca"});
+  CommandResult ca =
+      runCommand({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                  "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", dir.file("other.key"),
+                  "-out", dir.file("other.crt"), "-days", "1", "-subj", "/CN=another-ca"});
   ASSERT_EQ(ca.exitCode, 0) << ca.describe();
   CommandResult b64 = runCommand({"base64", "-w0", dir.file("other.crt")});
   ASSERT_EQ(b64.exitCode, 0) << b64.describe();
@@ -317,10 +321,23 @@ TEST(CliClusterTest, KubeconfigWithAnotherCaNamesTheServerAndWhatDidNotVerify) {
 
   CommandResult r = strait({"status", "--kubeconfig", dir.file("wrong-ca.kubeconfig")});
   EXPECT_EQ(r.exitCode, 1) << r.describe();
-  EXPECT_TRUE(contains(r.err, "TLS handshake with " + cluster.server() + " failed")) << r.describe();
+  EXPECT_TRUE(contains(r.err, "TLS handshake with " + cluster.server() + " failed"))
+      << r.describe();
   EXPECT_TRUE(contains(r.err, "not signed by the kubeconfig's certificate-authority-data"))
       << r.describe();
   EXPECT_TRUE(contains(r.err, "certificate verify failed")) << r.describe();
+
+  // The right CA, but the certificate is checked against a name it was not issued for.
+  std::regex server(R"((\n(\s*)server:[^\n]*))");
+  std::string renamed =
+      std::regex_replace(kubeconfig, server, "$1\n$2tls-server-name: wrong.example");
+  ASSERT_NE(renamed, kubeconfig);
+  ASSERT_TRUE(writeFile(dir.file("wrong-name.kubeconfig"), renamed));
+  CommandResult n = strait({"status", "--kubeconfig", dir.file("wrong-name.kubeconfig")});
+  EXPECT_EQ(n.exitCode, 1) << n.describe();
+  EXPECT_TRUE(contains(n.err, "TLS handshake with " + cluster.server() + " failed"))
+      << n.describe();
+  EXPECT_TRUE(contains(n.err, "not issued for wrong.example")) << n.describe();
 }
 
 }  // namespace
