@@ -220,17 +220,31 @@ void addAgentCommand(CLI::App& app) {
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
             double d = 0;
+            bool number = CLI::detail::lexical_cast(v, d);
+            return number && d > 0 && d <= 1 ? ""
+                                             : "\"" + v + "\" is out of range (expected a "
+                                               "number above 0 and at most 1, e.g. 0.5)";
+          },
+          "(0,1]"));
   sub->add_option("--budget", flags->budget,
                   "explicit budget for all consumers, e.g. cpu=8,memory=16Gi,pods=110")
       ->check(resourceListValidator());
   sub->add_option("--max-per-consumer", flags->maxPerConsumer, "cap per consumer, e.g. cpu=4")
       ->check(resourceListValidator());
   sub->add_option("--stream-keepalive", flags->streamKeepalive,
-                  "keepalive interval on the reflection stream (provider side;
+                  "keepalive interval on the reflection stream (provider side; 10ms to 1h)")
+      ->capture_default_str()
+      ->check(durationValidator(std::chrono::milliseconds(10), std::chrono::hours(1)));
   sub->add_option("--stream-workers", flags->streamWorkers,
-                  "reflection stream requests served at once per consumer (provider side;
+                  "reflection stream requests served at once per consumer (provider side; 1 "
+                  "to 1024)")
+      ->capture_default_str()
+      ->check(numberRange(1, 1024));
   sub->add_option("--kube-qps", flags->kubeQps,
-                  "client-side rate limit of the agent's API requests per second (0 = none;
+                  "client-side rate limit of the agent's API requests per second (0 = none; up to "
+                  "1000000)")
+      ->capture_default_str()
+      ->check(numberRange(0, 1e6));
   sub->add_option("--kube-burst", flags->kubeBurst, "burst of that rate limit (1 to 1000000)")
       ->capture_default_str()
       ->check(numberRange(1, 1000000));

@@ -184,16 +184,19 @@ void addMiniclusterCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(numberRange(1024, 1 << 30));
   sub->add_option("--watch-history", flags->watchHistory,
-                  "watch events kept for resuming watches; older resourceVersions get 410")
+                  "watch events kept for resuming watches; older resourceVersions get 410 (1 to "
+                  "100000000)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(numberRange(1, 100'000'000));
   sub->add_option("--token-auth-file", flags->tokenAuthFile,
                   "CSV of token,user,uid,\"group1,group2\" accepted as bearer tokens");
   sub->add_option("--log-level", flags->logLevel, kLogLevelHelp)
       ->capture_default_str()
       ->check(logLevelValidator());
   sub->add_option("--nodes", flags->nodes,
-                  "number of simulated nodes (node-0, node-1, ...;
+                  "number of simulated nodes (node-0, node-1, ...; 0 to 5000)")
+      ->capture_default_str()
+      ->check(numberRange(0, 5000));
   sub->add_option("--node-cpu", flags->nodeCpu, "CPU capacity of each --nodes node")
       ->capture_default_str()
       ->check(positiveQuantityValidator());
