@@ -269,7 +269,9 @@ kube::Status ClusterNetwork::create(const std::vector<std::pair<std::string, std
   std::vector<std::vector<std::string>> steps = {
       {"netns", "add", ul},
       {"-n", ul, "link", "set", "lo", "up"},
-      {"-n", ul, "link", "add", "br0", "type", "bridge"},
+      // Fixed bridge addresses: a bridge otherwise takes the lowest address of its ports, and
+      // changes it when that port goes, leaving stale gateway entries in neighbours' caches.
+      {"-n", ul, "link", "add", "br0", "address", "02:5e:ff:00:00:01", "type", "bridge"},
       {"-n", ul, "link", "set", "br0", "up"},
       {"link", "add", hostLink_, "type", "veth", "peer", "name", "host", "netns", ul},
       {"-n", ul, "link", "set", "host", "master", "br0", "up"},
@@ -286,6 +288,8 @@ kube::Status ClusterNetwork::create(const std::vector<std::pair<std::string, std
     auto [gw, len] = firstHost(cidr);
     n.gateway = gw;
     std::string uplink = "n" + std::to_string(i);
+    char mac[18];
+    std::snprintf(mac, sizeof(mac), "02:5e:00:00:%02x:%02x", (i >> 8) & 255, i & 255);
     std::vector<std::vector<std::string>> node = {
         {"netns", "add", n.netns},
         {"-n", n.netns, "link", "set", "lo", "up"},
@@ -293,7 +297,7 @@ kube::Status ClusterNetwork::create(const std::vector<std::pair<std::string, std
         {"-n", ul, "link", "set", uplink, "master", "br0", "up"},
         {"-n", n.netns, "addr", "add", n.address + "/24", "dev", "eth0"},
         {"-n", n.netns, "link", "set", "eth0", "up"},
-        {"-n", n.netns, "link", "add", "cbr0", "type", "bridge"},
+        {"-n", n.netns, "link", "add", "cbr0", "address", mac, "type", "bridge"},
         {"-n", n.netns, "addr", "add", gw + "/" + std::to_string(len), "dev", "cbr0"},
         {"-n", n.netns, "link", "set", "cbr0", "up"},
     };

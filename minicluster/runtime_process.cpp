@@ -61,7 +61,8 @@ class ClusterLock {
   kube::Status acquire(const std::string& cluster) {
     std::error_code ec;
     fs::create_directories("/run/strait", ec);
-    std::string path = runDirOf(cluster) + ".lock";
+    path_ = runDirOf(cluster) + ".lock";
+    const std::string& path = path_;
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd_ < 0) return makeError(Code::Unavailable, "cannot open " + path);
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
@@ -76,9 +77,15 @@ class ClusterLock {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
   }
+  // Removes the lock file, then releases the lock (a clean stop leaves no file behind).
+  void releaseAndRemove() {
+    if (fd_ >= 0) ::unlink(path_.c_str());
+    release();
+  }
 
  private:
   int fd_ = -1;
+  std::string path_;
 };
 
 std::string fieldOf(const Object& o, const char* f) {
@@ -237,7 +244,7 @@ class ProcessKubeletsImpl : public ProcessKubelets {
     network_.destroy();
     std::error_code ec;
     fs::remove_all(runDir_, ec);
-    lock_.release();
+    lock_.releaseAndRemove();
     std::lock_guard<std::mutex> l(mu_);
     pods_.clear();
     spdlog::info("event=kubelets_stopped runtime=process");
@@ -1126,6 +1133,7 @@ kube::Result<SweepReport> cleanupProcessRuntime(const std::string& clusterName) 
   SweepReport r = sweepClusterNetwork(clusterName);
   std::error_code ec;
   fs::remove_all(runDirOf(clusterName), ec);
+  lock.releaseAndRemove();
   return r;
 }
 
