@@ -258,8 +258,9 @@ void addAgentCommand(CLI::App& app) {
       ->check(logLevelValidator());
   sub->add_option("--leader-lease-duration", flags->leaderLease,
                   "lease of the active agent: a standby agent of the same cluster takes over "
-                  "this long after the active one died")
-      ->capture_default_str();
+                  "this long after the active one died (1s to 1h)")
+      ->capture_default_str()
+      ->check(durationValidator(std::chrono::seconds(1), std::chrono::hours(1)));
   addVnodeFlags(sub, flags->vnode);
   sub->callback([flags] { setExitCode(runAgent(*flags)); });
 }

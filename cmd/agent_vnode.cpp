@@ -29,13 +29,15 @@ void addVnodeFlags(CLI::App* sub, VnodeFlags& f) {
       ->check(numberRange(0, 65535));
   sub->add_option("--vnode-address", f.nodeAddress,
                   "the virtual nodes' InternalIP (where their kubelet API is reached)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(hostValidator());
   sub->add_option("--webhook-listen", f.webhookListen,
                   "HOST:PORT of the toleration webhook (PORT 0 = any)")
       ->capture_default_str()
       ->check(hostPortValidator(true));
   sub->add_option("--webhook-host", f.webhookHost,
-                  "host the API server calls the webhook at (default: the listen host)");
+                  "host the API server calls the webhook at (default: the listen host)")
+      ->check(hostValidator());
   sub->add_flag("--no-webhook", f.noWebhook, "do not serve the toleration webhook");
   sub->add_flag("--no-virtual-nodes", f.noVirtualNodes,
                 "run no virtual node for the peerings this cluster consumes (the peerings "

@@ -160,6 +160,20 @@ CLI::Validator hostPortValidator(bool allowAnyPort) {
       "HOST:PORT");
 }
 
+CLI::Validator hostValidator() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        in_addr a4;
+        in6_addr a6;
+        if (inet_pton(AF_INET, value.c_str(), &a4) == 1 ||
+            inet_pton(AF_INET6, value.c_str(), &a6) == 1 || isDnsName(value)) {
+          return {};
+        }
+        return "\"" + value + "\" is not an IP address or a host name";
+      },
+      "HOST");
+}
+
 CLI::Validator durationValidator(std::chrono::milliseconds min, std::chrono::milliseconds max) {
   return CLI::Validator(
       [min, max](std::string& value) -> std::string {

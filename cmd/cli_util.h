@@ -44,6 +44,8 @@ std::string closestName(const std::string& word, const std::vector<std::string>&
 //
 // HOST:PORT as parseHostPort; `allowAnyPort`: port 0 (any free port) accepted.
 CLI::Validator hostPortValidator(bool allowAnyPort);
+// A host alone: an IPv4 or IPv6 address or a DNS name (no port).
+CLI::Validator hostValidator();
 // A duration as parseDuration, within [min, max].
 CLI::Validator durationValidator(std::chrono::milliseconds min, std::chrono::milliseconds max);
 // A number within [min, max] ("\"-5\" is out of range (expected 0 to 1000000)").

@@ -80,7 +80,8 @@ void addOffloadCommands(CLI::App& app) {
                   "only this provider (ForeignCluster name); default: every provider");
   ons->add_option("--naming", of->naming,
                   "remote namespace names: default (<ns>-<consumer-id>) or same")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"default", "same"}));
   ons->add_flag("--force", of->force,
                 "offload even a system namespace (kube-system, kube-public, kube-node-lease, "
                 "strait-system)");
