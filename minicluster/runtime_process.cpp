@@ -207,7 +207,7 @@ class ProcessKubeletsImpl : public ProcessKubelets {
     }
     std::vector<std::string> nodeNetns;
     for (const auto& [name, n] : network_.nodes()) nodeNetns.push_back(n.netns);
-    proxy_ = newServiceProxy(store_, nodeNetns);
+    proxy_ = newServiceProxy(store_, nodeNetns, sim_.podCidr);
     if (auto s = proxy_->start(); !s) {
       stop();
       return s;

@@ -40,8 +40,12 @@ std::string protoOf(const json& p) {
 
 class ServiceProxyImpl : public ServiceProxy {
  public:
-  ServiceProxyImpl(Store& store, std::vector<std::string> netns, std::string bridge)
-      : store_(store), netns_(std::move(netns)), bridge_(std::move(bridge)) {}
+  ServiceProxyImpl(Store& store, std::vector<std::string> netns, std::string podCidr,
+                   std::string bridge)
+      : store_(store),
+        netns_(std::move(netns)),
+        podCidr_(std::move(podCidr)),
+        bridge_(std::move(bridge)) {}
   ~ServiceProxyImpl() override { stop(); }
 
   kube::Status start() override {
@@ -73,7 +77,7 @@ class ServiceProxyImpl : public ServiceProxy {
       json j = json::parse(o->json, nullptr, false);
       if (!j.is_discarded()) slices.push_back(std::move(j));
     }
-    std::string rules = buildServiceRules(services, slices, bridge_);
+    std::string rules = buildServiceRules(services, slices, bridge_, podCidr_);
     if (rules == applied_) return kube::Status::OK();
     char path[] = "/tmp/strait-nft-XXXXXX";
     int fd = ::mkstemp(path);
@@ -136,7 +140,7 @@ class ServiceProxyImpl : public ServiceProxy {
 
   Store& store_;
   std::vector<std::string> netns_;
-  std::string bridge_;
+  std::string podCidr_, bridge_;
   std::string applied_;  // loop thread (and start() before it runs)
   bool started_ = false;
   std::atomic<bool> stopping_{false};
@@ -146,7 +150,7 @@ class ServiceProxyImpl : public ServiceProxy {
 }  // namespace
 
 std::string buildServiceRules(const std::vector<json>& services, const std::vector<json>& slices,
-                              const std::string& podBridge) {
+                              const std::string& podBridge, const std::string& podCidr) {
   // Ready endpoints per (namespace/service, port name): address and port.
   std::map<std::pair<std::string, std::string>, std::vector<Target>> ready;
   for (const auto& s : slices) {
@@ -185,6 +189,13 @@ std::string buildServiceRules(const std::vector<json>& services, const std::vect
       services_chain += "    ip daddr " + ip + " " + protoOf(p) + " dport " +
                         std::to_string(p["port"].get<int>()) + " goto " + chain + "  # " + key +
                         ":" + str(p, "name") + "\n";
+      std::string type = str(spec, "type");
+      if ((type == "NodePort" || type == "LoadBalancer") && p.contains("nodePort") &&
+          p["nodePort"].is_number_integer()) {
+        services_chain += "    fib daddr type local " + protoOf(p) + " dport " +
+                          std::to_string(p["nodePort"].get<int>()) + " goto " + chain +
+                          "  # " + key + ":" + str(p, "name") + " nodePort\n";
+      }
       // sessionAffinity ClientIP: each endpoint remembers its clients for timeoutSeconds.
       bool affinity = str(spec, "sessionAffinity") == "ClientIP";
       int timeout = spec.value("sessionAffinityConfig", json::object())
@@ -217,13 +228,15 @@ std::string buildServiceRules(const std::vector<json>& services, const std::vect
          "  chain output {\n    type nat hook output priority -100; policy accept;\n"
          "    jump services\n  }\n"
          "  chain postrouting {\n    type nat hook postrouting priority 100; policy accept;\n"
-         "    ct status dnat oifname \"" + podBridge + "\" masquerade\n  }\n"
+         "    ct status dnat oifname \"" + podBridge + "\" masquerade\n"
+         "    ct status dnat ip saddr != " + podCidr + " masquerade\n  }\n"
          "  chain services {\n" + services_chain + "  }\n" + chains + "}\n";
 }
 
 std::unique_ptr<ServiceProxy> newServiceProxy(Store& store, std::vector<std::string> nodeNetns,
-                                              std::string podBridge) {
-  return std::make_unique<ServiceProxyImpl>(store, std::move(nodeNetns), std::move(podBridge));
+                                              std::string podCidr, std::string podBridge) {
+  return std::make_unique<ServiceProxyImpl>(store, std::move(nodeNetns), std::move(podCidr),
+                                            std::move(podBridge));
 }
 
 }  // namespace strait::minicluster

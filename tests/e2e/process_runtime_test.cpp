@@ -216,7 +216,8 @@ TEST_F(ProcessRuntimeTest, DeploymentAcrossThreeNodesAnswersCurlFromAnotherPod) 
               {"kind", "Service"},
               {"metadata", {{"name", "web"}}},
               {"spec",
-               {{"selector", {{"app", "web"}}},
+               {{"type", "NodePort"},
+                {"selector", {{"app", "web"}}},
                 {"ports", json::array({{{"name", "http"}, {"port", 80}, {"targetPort", 8080}}})}}}};
   must(c, {"apply", "-f", "-"}, deploy.dump());
   must(c, {"apply", "-f", "-"}, svc.dump());
@@ -267,6 +268,21 @@ TEST_F(ProcessRuntimeTest, DeploymentAcrossThreeNodesAnswersCurlFromAnotherPod) 
   EXPECT_EQ(answered, names);
   EXPECT_EQ(must(c, {"exec", "client", "--", "printenv", "WEB_SERVICE_HOST"}).out, clusterIP + "\n");
   EXPECT_EQ(must(c, {"exec", "client", "--", "printenv", "WEB_SERVICE_PORT_HTTP"}).out, "80\n");
+  // The NodePort answers on every node's InternalIP, from this host too (its link to the
+  // cluster's underlay).
+  std::string nodePort =
+      must(c, {"get", "service", "web", "-o", "jsonpath={.spec.ports[0].nodePort}"}).out;
+  for (const auto& p : web) {
+    std::string node = p["spec"].value("nodeName", "");
+    std::string address =
+        must(c, {"get", "node", node, "-o",
+                 "jsonpath={.status.addresses[?(@.type==\"InternalIP\")].address}"})
+            .out;
+    CommandResult r = runCommand({"curl", "-s", "--max-time", "5",
+                                  "http://" + address + ":" + nodePort + "/hostname"});
+    EXPECT_EQ(r.exitCode, 0) << node << " " << address << ":" << nodePort << " " << r.describe();
+    EXPECT_TRUE(names.count(r.out)) << r.out;
+  }
   EXPECT_THAT(must(c, {"exec", "client", "--", "cat", "/etc/resolv.conf"}).out,
               HasSubstr("search default.svc.cluster.local svc.cluster.local cluster.local"));
 

@@ -72,15 +72,28 @@ TEST(ServiceRulesTest, ClusterIpPortsDnatToReadyEndpointsAtRandom) {
                           {{"addresses", {"10.244.2.2"}}, {"conditions", {{"ready", false}}}},
                           {{"addresses", {"10.244.3.2"}}}}),
              json::array({{{"name", "http"}, {"port", 8080}, {"protocol", "TCP"}}}))},
-      "cbr0");
+      "cbr0", "10.244.0.0/16");
   EXPECT_THAT(rules, HasSubstr("ip daddr 10.96.0.20 tcp dport 80 goto svc-0"));
   EXPECT_THAT(rules, HasSubstr("meta l4proto tcp dnat to 10.244.1.2:8080"));
   EXPECT_THAT(rules, HasSubstr("meta l4proto tcp dnat to 10.244.3.2:8080"));
   EXPECT_THAT(rules, Not(HasSubstr("10.244.2.2"))) << "not ready";
   EXPECT_THAT(rules, HasSubstr("numgen random mod 2 vmap { 0 : goto svc-0-ep-0, 1 : goto svc-0-ep-1 }"));
   EXPECT_THAT(rules, HasSubstr("ct status dnat oifname \"cbr0\" masquerade"));
+  EXPECT_THAT(rules, HasSubstr("ct status dnat ip saddr != 10.244.0.0/16 masquerade"));
+  EXPECT_THAT(rules, Not(HasSubstr("fib daddr type local"))) << "a ClusterIP Service";
   // A whole-table replacement in one transaction.
   EXPECT_EQ(rules.rfind("table ip strait-services\ndelete table ip strait-services\n", 0), 0u);
+}
+
+TEST(ServiceRulesTest, NodePortsAnswerOnTheNodesOwnAddresses) {
+  auto rules = buildServiceRules(
+      {service("web", "10.96.0.20", json::array({{{"port", 80}, {"nodePort", 30080}}}),
+               {{"type", "NodePort"}})},
+      {slice("web", json::array({{{"addresses", {"10.244.1.2"}}}}),
+             json::array({{{"port", 8080}}}))},
+      "cbr0", "10.244.0.0/16");
+  EXPECT_THAT(rules, HasSubstr("ip daddr 10.96.0.20 tcp dport 80 goto svc-0"));
+  EXPECT_THAT(rules, HasSubstr("fib daddr type local tcp dport 30080 goto svc-0"));
 }
 
 TEST(ServiceRulesTest, HeadlessAndEndpointlessServicesGetNoRule) {
@@ -89,7 +102,7 @@ TEST(ServiceRulesTest, HeadlessAndEndpointlessServicesGetNoRule) {
        service("empty", "10.96.0.21", json::array({{{"port", 80}}}))},
       {slice("headless", json::array({{{"addresses", {"10.244.1.2"}}}}),
              json::array({{{"port", 80}}}))},
-      "cbr0");
+      "cbr0", "10.244.0.0/16");
   EXPECT_THAT(rules, Not(HasSubstr("dnat")));
 }
 
@@ -100,7 +113,7 @@ TEST(ServiceRulesTest, ClientIpAffinityRemembersClientsPerEndpoint) {
                 {"sessionAffinityConfig", {{"clientIP", {{"timeoutSeconds", 60}}}}}})},
       {slice("web", json::array({{{"addresses", {"10.244.1.2"}}}}),
              json::array({{{"port", 5353}, {"protocol", "UDP"}}}))},
-      "cbr0");
+      "cbr0", "10.244.0.0/16");
   EXPECT_THAT(rules, HasSubstr("ip daddr 10.96.0.20 udp dport 53 goto svc-0"));
   EXPECT_THAT(rules, HasSubstr("set svc-0-ep-0-clients {\n    type ipv4_addr; flags dynamic, "
                                "timeout; timeout 60s"));
