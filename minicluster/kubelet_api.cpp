@@ -59,6 +59,11 @@ class KubeletApiHandler : public Handler {
       for (const auto& cr : pod->containers) {
         if (cr.name == container) c = &cr;
       }
+      auto* procs = kubelets_.processes();
+      if (!c && procs && parts[0] == "containerLogs" &&
+          procs->sandbox(parts[1], parts[2], container)) {
+        return serveProcessLogs(req, out, *pod, container, kubelets_, *procs);  // an init container
+      }
       if (!c) {
         return text(out, 404, "container \"" + container + "\" in pod \"" + parts[2] +
                                   "\" is not available");
@@ -67,14 +72,12 @@ class KubeletApiHandler : public Handler {
         if (!c->startedAt || c->finishedAt) {
           return text(out, 400, "container " + container + " is not running");
         }
-        if (auto* procs = kubelets_.processes()) {
+        if (procs) {
           return serveProcessExec(req, out, *pod, container, *procs, registry_, rest_);
         }
         return serveExec(req, out, *pod, container, registry_, rest_);
       }
-      if (auto* procs = kubelets_.processes()) {
-        return serveProcessLogs(req, out, *pod, container, kubelets_, *procs);
-      }
+      if (procs) return serveProcessLogs(req, out, *pod, container, kubelets_, *procs);
       return containerLogs(req, out, *pod, container);
     }
     text(out, 404, "404 page not found");

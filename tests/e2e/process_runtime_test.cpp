@@ -344,6 +344,9 @@ TEST_F(ProcessRuntimeTest, ExitCodesDriveRestartsAndCrashLoopBackOff) {
                 {"metadata", {{"name", "once"}}},
                 {"spec",
                  {{"restartPolicy", "Never"},
+                  {"initContainers", json::array({{{"name", "init"},
+                                                   {"image", "debian:12"},
+                                                   {"command", {"sh", "-c", "echo init-ran"}}}})},
                   {"containers", json::array({{{"name", "c"},
                                                {"image", "debian:12"},
                                                {"command", {"sh", "-c", "echo done; exit 4"}}}})}}}};
@@ -358,6 +361,7 @@ TEST_F(ProcessRuntimeTest, ExitCodesDriveRestartsAndCrashLoopBackOff) {
                 .out,
             "4");
   EXPECT_EQ(must(c, {"logs", "once"}).out, "done\n");
+  EXPECT_EQ(must(c, {"logs", "once", "-c", "init"}).out, "init-ran\n");
 }
 
 TEST_F(ProcessRuntimeTest, ProbesDriveReadinessServiceRulesAndRestarts) {
