@@ -6,6 +6,7 @@
 #include <set>
 
 #include "e2e/peering_fixture.h"
+#include "fakes/test_csr.h"
 #include "kube/pki.h"
 #include "peering/encoding.h"
 #include "peering/foreign_cluster.h"
@@ -436,6 +437,13 @@ TEST_F(PeeringTest, ConsumerIdentityActsOnlyInsideItsBounds) {
   ASSERT_TRUE(kubelet->statsSummary(&stats, 10s).ok());
   EXPECT_EQ(stats.summary_json().find("secret-pod"), std::string::npos) << stats.summary_json();
   EXPECT_EQ(stats.summary_json().find("\"theirs"), std::string::npos) << stats.summary_json();
+  // RenewCertificate signs only for the caller's own name.
+  v1::RenewRequest renew;
+  renew.set_csr_pem(strait::testing::makeTestCsr("another-consumer", "", ""));
+  v1::RenewResponse renewed;
+  kube::Status renewal = (*rpc)->renewCertificate(renew, &renewed, 10s);
+  EXPECT_EQ(renewal.code(), kube::Code::Forbidden);
+  EXPECT_TRUE(renewed.certificate_pem().empty());
   // A certificate for the same name from another CA (the consumer's own) gets no connection.
   auto otherCa = kube::makeCa("not-the-provider");
   auto forged = kube::issueCert(*otherCa, consumerId, {"strait:consumers"}, {}, {}, false);
@@ -444,6 +452,14 @@ TEST_F(PeeringTest, ConsumerIdentityActsOnlyInsideItsBounds) {
   v1::HeartbeatResponse hb;
   EXPECT_EQ((*forgedRpc)->heartbeat({}, &hb, 10s).code(), kube::Code::Unavailable);
   ASSERT_EQ(unpeerInBand().exitCode, 0);
+  // Once unpeered, the still unexpired certificate opens nothing.
+  v1::HeartbeatResponse late;
+  EXPECT_EQ((*rpc)->heartbeat({}, &late, 10s).code(), kube::Code::Forbidden);
+  auto lateStream = (*rpc)->openStream();
+  ASSERT_TRUE(lateStream.ok());
+  v1::ReflectionEvent ev;
+  EXPECT_FALSE((*lateStream)->read(&ev));
+  EXPECT_EQ((*lateStream)->status().code(), kube::Code::Forbidden);
   expectNothingLeft();
 }
 
