@@ -659,6 +659,10 @@ class ProcessKubeletsImpl : public ProcessKubelets {
     Proc& proc = p.procs[i];
     SimContainer& c = p.sim.containers[i];
     std::string log = p.logDir + "/" + c.name + "/" + std::to_string(c.restartCount) + ".log";
+    if (c.restartCount >= 2) {  // as the kubelet: the current and the previous instance only
+      std::error_code ec;
+      fs::remove(p.logDir + "/" + c.name + "/" + std::to_string(c.restartCount - 2) + ".log", ec);
+    }
     pid_t pid = launch(p, proc.spec, log);
     auto now = SysClock::now();
     std::lock_guard<std::mutex> l(mu_);
