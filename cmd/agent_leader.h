@@ -5,7 +5,8 @@
 // the whole agent (peering, reflection, webhook) only once it holds the Lease, i.e. when the
 // leader stopped (released at once) or died (after the lease duration). A leader that can no
 // longer renew stops and exits non-zero (as kube-controller-manager does), so that two
-// agents never act at the same time.
+// agents never act at the same time. A holder that was a process of this host which no longer
+// exists is released at start, so that an agent restarted after a crash does not wait.
 //
 // Not thread-safe: created, waited on and stopped by main; the elector runs on its own thread.
 
@@ -42,6 +43,9 @@ class AgentLeadership {
 
  private:
   AgentLeadership() = default;
+  // Clears the Lease's holder when it names a process of this host that no longer exists
+  // (so that an agent restarted after a crash takes over at once).
+  void releaseIfHolderDied();
 
   std::unique_ptr<kube::Client> client_;
   std::string identity_;

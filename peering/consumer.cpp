@@ -174,8 +174,10 @@ void ConsumerController::tick(std::chrono::system_clock::time_point now) {
         // The provider agent has not dialed in yet: Join travels over its link.
         if (waitingNoted_.insert(providerId).second) {
           std::string msg = "waiting for the provider agent to dial this cluster's link port";
-          patchStatus(fcName, conditionsFor(fc, false, "WaitingForProvider", msg, false,
-                                            "WaitingForProvider", msg, now));
+          json status = conditionsFor(fc, false, "WaitingForProvider", msg, false,
+                                      "WaitingForProvider", msg, now);
+          status["joinTokenRef"] = fc.value("/spec/tokenSecretRef"_json_pointer, std::string());
+          patchStatus(fcName, status);
         }
         continue;
       } else {
