@@ -37,12 +37,12 @@ void PodUsage::setLocked(const std::string& key, Entry e) {
 
 void PodUsage::observe(const json& pod) {
   Entry e{requestsOf(pod), true};
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   setLocked(kube::getNamespace(pod) + "/" + kube::getName(pod), std::move(e));
 }
 
 void PodUsage::forget(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   auto it = pods_.find(key);
   if (it == pods_.end()) return;
   subtractLocked(it->second.requests);
@@ -53,7 +53,7 @@ kube::Status PodUsage::admit(const std::string& key, const json& pod, const Chec
                              bool* reserved) {
   *reserved = false;
   ResourceMap asked = requestsOf(pod);
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   if (pods_.count(key)) return kube::Status::OK();
   if (kube::Status s = check(pod, total_); !s.ok()) return s;
   setLocked(key, Entry{std::move(asked), false});
@@ -62,7 +62,7 @@ kube::Status PodUsage::admit(const std::string& key, const json& pod, const Chec
 }
 
 void PodUsage::release(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   auto it = pods_.find(key);
   if (it == pods_.end() || it->second.observed) return;
   subtractLocked(it->second.requests);
@@ -70,12 +70,12 @@ void PodUsage::release(const std::string& key) {
 }
 
 ResourceMap PodUsage::total() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   return total_;
 }
 
 size_t PodUsage::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   return pods_.size();
 }
 

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/thread_annotations.h"
 #include "kube/status.h"
 #include "peering/policy.h"
 
@@ -50,12 +51,12 @@ class PodUsage {
     peering::ResourceMap requests;
     bool observed = false;  // false: a reservation
   };
-  void setLocked(const std::string& key, Entry e);
-  void subtractLocked(const peering::ResourceMap& r);
+  void setLocked(const std::string& key, Entry e) REQUIRES(mu_);
+  void subtractLocked(const peering::ResourceMap& r) REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  std::map<std::string, Entry> pods_;
-  peering::ResourceMap total_;
+  mutable base::Mutex mu_;
+  std::map<std::string, Entry> pods_ GUARDED_BY(mu_);
+  peering::ResourceMap total_ GUARDED_BY(mu_);
 };
 
 }  // namespace strait::reflection

@@ -46,11 +46,11 @@ ProviderApplier::ProviderApplier(kube::Client& provider, NamespaceMapping mappin
 
 kube::Status ProviderApplier::ensureNamespace(const std::string& ns) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     if (namespaces_.count(ns)) return kube::Status::OK();
   }
   auto remember = [&] {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     namespaces_.insert(ns);
     return kube::Status::OK();
   };
@@ -115,7 +115,7 @@ kube::Status ProviderApplier::namespaceRefusal(const json& nsObj) const {
 
 kube::Result<json> ProviderApplier::removeNamespace(const std::string& ns) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     namespaces_.erase(ns);
   }
   kube::Result<json> got = provider_.get(res::kNamespaces, "", ns);
@@ -180,7 +180,7 @@ kube::Result<json> ProviderApplier::apply(const StreamMessage& m, bool likelyNew
       // The namespace may have gone (or be terminating) since it was checked: the next
       // apply checks it again; a missing one is created again right now, once.
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        base::MutexLock lock(mu_);
         namespaces_.erase(m.ns);
       }
       if (kube::isNotFound(created.error())) {

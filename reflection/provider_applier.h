@@ -30,6 +30,7 @@
 #include <set>
 #include <string>
 
+#include "base/thread_annotations.h"
 #include "kube/client.h"
 #include "kube/pod_security.h"
 #include "reflection/namespace_mapping.h"
@@ -88,8 +89,9 @@ class ProviderApplier : public RemoteObjects {
   kube::Client& provider_;
   const NamespaceMapping mapping_;
   const kube::PodSecurityLevel podSecurity_;
-  std::mutex mu_;
-  std::set<std::string> namespaces_;  // checked or created; dropped when a create says NotFound
+  base::Mutex mu_;
+  // Checked or created; dropped when a create says NotFound.
+  std::set<std::string> namespaces_ GUARDED_BY(mu_);
 };
 
 // The Pod the provider writes for `pod` sent by a consumer: scheduling fields stripped

@@ -8,6 +8,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "base/thread_annotations.h"
 #include "kube/exec_client.h"
 #include "kube/object.h"
 #include "reflection/labels.h"
@@ -24,8 +25,13 @@ class StopWhen {
   StopWhen(std::stop_source& stop, const std::function<bool()>& cancelled) {
     if (!cancelled) return;
     thread_ = std::thread([this, &stop, cancelled] {
-      std::unique_lock<std::mutex> lock(mu_);
-      while (!cv_.wait_for(lock, 200ms, [this] { return done_; })) {
+      base::UniqueLock lock(mu_);
+      for (;;) {
+        const auto deadline = std::chrono::steady_clock::now() + 200ms;
+        while (!done_) {
+          if (cv_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+        }
+        if (done_) return;
         if (cancelled()) {
           stop.request_stop();
           return;
@@ -35,7 +41,7 @@ class StopWhen {
   }
   ~StopWhen() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       done_ = true;
     }
     cv_.notify_all();
@@ -43,9 +49,9 @@ class StopWhen {
   }
 
  private:
-  std::mutex mu_;  // guards done_
-  std::condition_variable cv_;
-  bool done_ = false;
+  base::Mutex mu_;
+  std::condition_variable_any cv_;
+  bool done_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

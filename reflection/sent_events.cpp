@@ -31,7 +31,7 @@ std::tuple<std::string, std::string, std::string, size_t, std::string> sortKey(c
 bool SentEvents::sent(const json& event) const {
   const std::string uid = kube::getUid(event);
   if (uid.empty()) return false;
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(mu_);
   auto it = versions_.find(uid);
   return it != versions_.end() && it->second == versionOf(event);
 }
@@ -39,7 +39,7 @@ bool SentEvents::sent(const json& event) const {
 void SentEvents::record(const json& event) {
   const std::string uid = kube::getUid(event);
   if (uid.empty()) return;
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(mu_);
   const std::string v = versionOf(event);
   versions_[uid] = v;
   order_.push_back({uid, v, Clock::now()});
@@ -52,7 +52,7 @@ void SentEvents::record(const json& event) {
 }
 
 void SentEvents::forgetSentAfter(Clock::time_point since) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(mu_);
   while (!order_.empty() && order_.back().at >= since) {
     const Entry& e = order_.back();
     auto it = versions_.find(e.uid);
@@ -62,7 +62,7 @@ void SentEvents::forgetSentAfter(Clock::time_point since) {
 }
 
 size_t SentEvents::size() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(mu_);
   return versions_.size();
 }
 

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "base/thread_annotations.h"
+
 namespace strait::reflection {
 
 class SentEvents {
@@ -42,9 +44,9 @@ class SentEvents {
     Clock::time_point at;
   };
   const size_t capacity_;
-  mutable std::mutex mu_;  // guards the fields below
-  std::map<std::string, std::string> versions_;  // uid -> resourceVersion sent
-  std::deque<Entry> order_;                      // oldest first
+  mutable base::Mutex mu_;
+  std::map<std::string, std::string> versions_ GUARDED_BY(mu_);  // uid -> resourceVersion sent
+  std::deque<Entry> order_ GUARDED_BY(mu_);                      // oldest first
 };
 
 // The newest `limit` of `events` (by lastTimestamp, then eventTime, then creationTimestamp,

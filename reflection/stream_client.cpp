@@ -36,7 +36,7 @@ bool notOlder(const std::string& incoming, const std::string& cached) {
 
 struct StreamClient::Pending {
   StreamMessageType request = StreamMessageType::Apply;
-  std::condition_variable cv;
+  std::condition_variable_any cv;
   bool done = false;
   kube::Result<json> result = json();
 };
@@ -46,7 +46,7 @@ StreamClient::StreamClient(StreamClientOptions opts) : opts_(std::move(opts)) {}
 StreamClient::~StreamClient() { stop(); }
 
 void StreamClient::start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   if (started_ || stopping_) return;
   started_ = true;
   thread_ = std::thread([this] { run(); });
@@ -54,7 +54,7 @@ void StreamClient::start() {
 
 void StreamClient::stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     if (stopping_ && !thread_.joinable()) return;
     stopping_ = true;
     if (stream_) stream_->cancel();
@@ -70,8 +70,12 @@ milliseconds StreamClient::deadAfter() const {
 }
 
 bool StreamClient::sleepFor(milliseconds d) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return !cv_.wait_for(lock, d, [&] { return stopping_; });
+  base::UniqueLock lock(mu_);
+  const auto deadline = std::chrono::steady_clock::now() + d;
+  while (!stopping_) {
+    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+  }
+  return !stopping_;
 }
 
 void StreamClient::run() {
@@ -79,7 +83,7 @@ void StreamClient::run() {
   milliseconds backoff = opts_.minBackoff;
   for (;;) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       if (stopping_) return;
     }
     kube::Result<std::unique_ptr<peering::EventStream>> opened =
@@ -93,7 +97,7 @@ void StreamClient::run() {
     } else {
       std::shared_ptr<peering::EventStream> s(std::move(*opened));
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        base::MutexLock lock(mu_);
         if (stopping_) return;
         stream_ = s;
         readerDone_ = false;
@@ -102,7 +106,7 @@ void StreamClient::run() {
       runConnection(*s);
       why = s->status();
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        base::MutexLock lock(mu_);
         // Not synced before the cache empties: get() must never read the emptied cache as
         // "the remote Pod is gone" (that marks a running local Pod lost).
         synced_ = false;
@@ -138,7 +142,7 @@ void StreamClient::runConnection(peering::EventStream& s) {
       bytesIn_ += e.ByteSizeLong();
       lastReceivedMs_ = nowMs();
       if (!connected_.load()) {
-        std::lock_guard<std::mutex> lock(mu_);
+        base::MutexLock lock(mu_);
         connected_ = true;
         cv_.notify_all();
       }
@@ -151,17 +155,17 @@ void StreamClient::runConnection(peering::EventStream& s) {
       }
       handle(*m);
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     readerDone_ = true;
     cv_.notify_all();
   });
   bool announced = false;
   auto nextTick = std::chrono::steady_clock::now() + opts_.keepaliveInterval;
-  std::unique_lock<std::mutex> lock(mu_);
+  base::UniqueLock lock(mu_);
   for (;;) {
-    cv_.wait_until(lock, nextTick, [&] {
-      return stopping_ || readerDone_ || (!announced && connected_.load());
-    });
+    while (!(stopping_ || readerDone_ || (!announced && connected_.load()))) {
+      if (cv_.wait_until(lock, nextTick) == std::cv_status::timeout) break;
+    }
     if (stopping_ || readerDone_) break;
     if (!announced && connected_.load()) {
       announced = true;
@@ -191,7 +195,7 @@ void StreamClient::runConnection(peering::EventStream& s) {
 void StreamClient::handle(const StreamMessage& m) {
   switch (m.type) {
     case StreamMessageType::Reply: {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       auto it = pending_.find(m.seq);
       if (it == pending_.end()) return;  // timed out meanwhile
       it->second->result = m.replyResult();
@@ -224,7 +228,7 @@ void StreamClient::handle(const StreamMessage& m) {
     case StreamMessageType::Gone: {
       if (m.kind != "Pod") return;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        base::MutexLock lock(mu_);
         const std::string key = m.ns + "/" + m.name;
         if (m.type == StreamMessageType::Gone) {
           remotePods_.erase(key);
@@ -258,7 +262,7 @@ void StreamClient::handle(const StreamMessage& m) {
 bool StreamClient::send(const StreamMessage& m) {
   std::shared_ptr<peering::EventStream> s;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     s = stream_;
   }
   if (!s) return false;
@@ -273,7 +277,7 @@ kube::Result<json> StreamClient::call(StreamMessage m) {
   auto p = std::make_shared<Pending>();
   p->request = m.type;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     if (!connected_.load() || !stream_) {
       return kube::makeError(kube::Code::Unavailable,
                              "the reflection stream to the provider is not connected");
@@ -281,13 +285,13 @@ kube::Result<json> StreamClient::call(StreamMessage m) {
     pending_[m.seq] = p;
   }
   if (!send(m)) {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     pending_.erase(m.seq);
     return kube::makeError(kube::Code::Unavailable, "the reflection stream broke");
   }
   if (m.type == StreamMessageType::Apply) applies_++;
   if (m.type == StreamMessageType::Delete) deletes_++;
-  std::unique_lock<std::mutex> lock(mu_);
+  base::UniqueLock lock(mu_);
   bool answered = p->cv.wait_for(lock, opts_.callTimeout, [&] { return p->done; });
   pending_.erase(m.seq);
   if (!answered) {
@@ -300,7 +304,7 @@ kube::Result<json> StreamClient::call(StreamMessage m) {
 }
 
 void StreamClient::failPending(const std::string& why) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   for (auto& [seq, p] : pending_) {
     if (p->done) continue;
     p->result = kube::makeError(kube::Code::Unavailable, why);
@@ -312,7 +316,7 @@ void StreamClient::failPending(const std::string& why) {
 kube::Result<json> StreamClient::get(const std::string& kind, const std::string& ns,
                                      const std::string& name) {
   if (kind != "Pod") return call(StreamMessage::get(kind, ns, name, 0));
-  std::lock_guard<std::mutex> lock(mu_);  // synced_ and the cache change together
+  base::MutexLock lock(mu_);  // synced_ and the cache change together
   if (!synced_.load()) {
     return kube::makeError(kube::Code::Unavailable,
                            "the provider's list of remote Pods has not arrived yet");
@@ -347,7 +351,7 @@ kube::Status StreamClient::resyncDone(const std::vector<std::string>& originUids
 }
 
 std::map<std::string, json> StreamClient::remotePods() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   std::map<std::string, json> out;
   for (const auto& [key, p] : remotePods_) out.emplace(key, json::from_cbor(p.cbor));
   return out;
@@ -361,7 +365,7 @@ void StreamClient::cacheRemotePodLocked(const std::string& key, const json& pod)
 }
 
 size_t StreamClient::remotePodCount() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   return remotePods_.size();
 }
 

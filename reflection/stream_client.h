@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "peering/transport.h"
 #include "reflection/namespace_mapping.h"
 #include "reflection/remote_objects.h"
@@ -100,8 +101,8 @@ class StreamClient : public RemoteObjects {
   bool send(const StreamMessage& m);
   kube::Result<nlohmann::json> call(StreamMessage m);
   void failPending(const std::string& why);
-  // Keeps `pod` for `key` unless the cached one is newer. Caller holds mu_.
-  void cacheRemotePodLocked(const std::string& key, const nlohmann::json& pod);
+  // Keeps `pod` for `key` unless the cached one is newer.
+  void cacheRemotePodLocked(const std::string& key, const nlohmann::json& pod) REQUIRES(mu_);
   bool sleepFor(std::chrono::milliseconds d);
   std::chrono::milliseconds deadAfter() const;
 
@@ -114,21 +115,22 @@ class StreamClient : public RemoteObjects {
   std::atomic<uint64_t> messagesIn_{0}, bytesIn_{0}, messagesOut_{0}, bytesOut_{0};
   std::atomic<uint64_t> applies_{0}, deletes_{0}, errors_{0};
 
-  mutable std::mutex mu_;  // guards everything below
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  bool started_ = false;
-  bool readerDone_ = false;                  // the current stream's reader has ended
-  std::shared_ptr<peering::EventStream> stream_;  // the current stream, while open
-  std::map<uint64_t, std::shared_ptr<Pending>> pending_;
+  mutable base::Mutex mu_;
+  std::condition_variable_any cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool started_ GUARDED_BY(mu_) = false;
+  bool readerDone_ GUARDED_BY(mu_) = false;  // the current stream's reader has ended
+  std::shared_ptr<peering::EventStream> stream_ GUARDED_BY(mu_);  // the current stream
+  // Pending's fields are guarded by mu_ too.
+  std::map<uint64_t, std::shared_ptr<Pending>> pending_ GUARDED_BY(mu_);
   // "remoteNs/name" -> the newest STATUS object, as CBOR (about 1x its JSON size in memory
   // instead of 7x parsed: 10,000 Pods stay in tens of MB); parsed on each get().
   struct RemotePod {
     std::string resourceVersion;
     std::vector<std::uint8_t> cbor;
   };
-  std::map<std::string, RemotePod> remotePods_;
-  std::thread thread_;
+  std::map<std::string, RemotePod> remotePods_ GUARDED_BY(mu_);
+  std::thread thread_;  // set by start() under mu_, joined by stop()
 };
 
 }  // namespace strait::reflection

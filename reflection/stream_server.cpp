@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "kube/informer.h"
 #include "kube/object.h"
 #include "peering/foreign_cluster.h"
@@ -118,7 +119,7 @@ class StreamSession {
       dispatch(std::move(*m));
     }
     stop();
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     return ended_;
   }
 
@@ -129,7 +130,7 @@ class StreamSession {
       case StreamMessageType::Delete:
       case StreamMessageType::Get:
       case StreamMessageType::ResyncDone: {
-        std::lock_guard<std::mutex> lock(mu_);
+        base::MutexLock lock(mu_);
         tasks_.push_back(std::move(m));
         cv_.notify_one();
         return;
@@ -149,8 +150,8 @@ class StreamSession {
     for (;;) {
       StreamMessage m;
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+        base::UniqueLock lock(mu_);
+        while (!stopping_ && tasks_.empty()) cv_.wait(lock);
         if (stopping_) return;
         m = std::move(tasks_.front());
         tasks_.pop_front();
@@ -166,7 +167,7 @@ class StreamSession {
         owner_.applies_++;
         {
           // Before the write, so an orphan sweep that lists the object also sees its origin.
-          std::lock_guard<std::mutex> lock(mu_);
+          base::MutexLock lock(mu_);
           appliedOrigins_.insert(m.originUid);
         }
         r = applyWithGrant(m);
@@ -175,7 +176,7 @@ class StreamSession {
         owner_.deletes_++;
         if (m.kind == "Namespace") {
           r = applier_.removeNamespace(m.name);
-          std::lock_guard<std::mutex> lock(mu_);
+          base::MutexLock lock(mu_);
           namespaces_.erase(m.name);
         } else {
           r = applier_.remove(m);
@@ -192,11 +193,11 @@ class StreamSession {
         // after the sweep's list, so such a Pod is never taken for an orphan.
         kube::Result<int> n = applier_.deleteOrphans("Pod", [&](const std::string& uid) {
           if (live.count(uid)) return true;
-          std::lock_guard<std::mutex> lock(mu_);
+          base::MutexLock lock(mu_);
           return appliedOrigins_.count(uid) > 0;
         });
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          base::MutexLock lock(mu_);
           live.insert(appliedOrigins_.begin(), appliedOrigins_.end());
         }
         kube::Result<int> deps = n.ok() ? applier_.deleteOrphanDependencies(live) : n;
@@ -240,7 +241,7 @@ class StreamSession {
     if (!opts_.admitPod) return applier_.apply(m);
     kube::Result<json> cur = applier_.get(m.kind, m.ns, m.name);
     if (cur.ok() || !kube::isNotFound(cur.error())) return applier_.apply(m);
-    std::lock_guard<std::mutex> lock(createMu_);
+    base::MutexLock lock(createMu_);
     if (kube::Status s = opts_.admitPod(m.object); !s.ok()) return s.error();
     return applier_.apply(m);
   }
@@ -249,7 +250,7 @@ class StreamSession {
   // peering's ownership labels (unpeering deletes by those). Once per namespace and session.
   kube::Status ensureNamespace(const std::string& ns) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       if (namespaces_.count(ns)) return kube::Status::OK();
     }
     if (!mapping_.localNamespace(ns) || isProviderReservedNamespace(ns)) {
@@ -264,7 +265,7 @@ class StreamSession {
                   {"metadata", {{"name", ns}, {"labels", labels}}}};
     kube::Result<json> created = owner_.provider_.create(res::kNamespaces, "", nsObj);
     if (!created.ok() && !kube::isAlreadyExists(created.error())) return created.error();
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     namespaces_.insert(ns);
     return kube::Status::OK();
   }
@@ -290,7 +291,7 @@ class StreamSession {
 
   void forwardEvent(const json& ev) {
     {
-      std::lock_guard<std::mutex> lock(evMu_);
+      base::MutexLock lock(evMu_);
       if (!eventsLive_) {  // the informer's initial list: sent by flushEventBacklog
         eventBacklog_.push_back(ev);
         return;
@@ -313,7 +314,7 @@ class StreamSession {
     sentEvents_->forgetSentAfter(SentEvents::Clock::now() - unconfirmedWindow());
     std::vector<json> found;
     {
-      std::lock_guard<std::mutex> lock(evMu_);
+      base::MutexLock lock(evMu_);
       eventsLive_ = true;
       found.swap(eventBacklog_);
     }
@@ -375,7 +376,7 @@ class StreamSession {
 
   void end(kube::Status why) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       ended_ = std::move(why);
     }
     stream_.cancel();
@@ -389,7 +390,7 @@ class StreamSession {
     keepalive_.request_stop();
     if (keepalive_.joinable()) keepalive_.join();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       stopping_ = true;
       cv_.notify_all();
     }
@@ -410,21 +411,21 @@ class StreamSession {
   std::unique_ptr<kube::Informer> pods_;
   std::unique_ptr<kube::Informer> events_;
   std::shared_ptr<SentEvents> sentEvents_;
-  std::mutex evMu_;  // guards eventsLive_, eventBacklog_
-  bool eventsLive_ = false;
-  std::vector<json> eventBacklog_;  // the events informer's initial list
+  base::Mutex evMu_;
+  bool eventsLive_ GUARDED_BY(evMu_) = false;
+  std::vector<json> eventBacklog_ GUARDED_BY(evMu_);  // the events informer's initial list
   std::atomic<int64_t> lastReceivedMs_{0};
   std::vector<std::thread> workers_;
   std::jthread keepalive_;
   std::jthread listing_;
-  std::mutex createMu_;
-  std::mutex mu_;  // guards tasks_, stopping_, ended_, namespaces_, appliedOrigins_
-  std::condition_variable cv_;
-  std::deque<StreamMessage> tasks_;
-  std::set<std::string> namespaces_;  // ensured this session
-  std::set<std::string> appliedOrigins_;  // origin uids of objects applied this session
-  bool stopping_ = false;
-  kube::Status ended_ = kube::Status::OK();
+  base::Mutex createMu_;  // serializes admitted Pod creations
+  base::Mutex mu_;
+  std::condition_variable_any cv_;
+  std::deque<StreamMessage> tasks_ GUARDED_BY(mu_);
+  std::set<std::string> namespaces_ GUARDED_BY(mu_);  // ensured this session
+  std::set<std::string> appliedOrigins_ GUARDED_BY(mu_);  // origin uids applied this session
+  bool stopping_ GUARDED_BY(mu_) = false;
+  kube::Status ended_ GUARDED_BY(mu_) = kube::Status::OK();
 };
 
 StreamServer::StreamServer(kube::Client& provider, StreamServerOptions opts)
@@ -451,20 +452,20 @@ peering::ProviderService::StreamHandler makeProviderStreamHandler(
     kube::Client& provider, peering::ProviderService& service, StreamServerOptions base) {
   // Per consumer, for as long as the handler lives: which Events its streams carried.
   struct Ledgers {
-    std::mutex mu;
-    std::map<std::string, std::shared_ptr<SentEvents>> byConsumer;
+    base::Mutex mu;
+    std::map<std::string, std::shared_ptr<SentEvents>> byConsumer GUARDED_BY(mu);
   };
   auto ledgers = std::make_shared<Ledgers>();
   // Per consumer: the Pod request count of its live stream (the newest when two overlap),
   // which the heartbeat reports as what the consumer uses here.
   struct Usages {
-    std::mutex mu;
-    std::map<std::string, const PodUsage*> byConsumer;
+    base::Mutex mu;
+    std::map<std::string, const PodUsage*> byConsumer GUARDED_BY(mu);
   };
   auto usages = std::make_shared<Usages>();
   service.setUsageSource(
       [usages](const std::string& consumerId) -> std::optional<peering::ResourceMap> {
-        std::lock_guard<std::mutex> lock(usages->mu);
+        base::MutexLock lock(usages->mu);
         auto it = usages->byConsumer.find(consumerId);
         if (it == usages->byConsumer.end()) return std::nullopt;
         peering::ResourceMap used = it->second->total();
@@ -476,7 +477,7 @@ peering::ProviderService::StreamHandler makeProviderStreamHandler(
     StreamServerOptions o = base;
     o.consumerId = caller.clusterId;
     {
-      std::lock_guard<std::mutex> lock(ledgers->mu);
+      base::MutexLock lock(ledgers->mu);
       std::shared_ptr<SentEvents>& l = ledgers->byConsumer[caller.clusterId];
       if (!l) l = std::make_shared<SentEvents>();
       o.sentEvents = l;
@@ -490,7 +491,7 @@ peering::ProviderService::StreamHandler makeProviderStreamHandler(
     };
     o.stillActive = [&service, id = caller.clusterId] { return service.isActive(id); };
     o.onUsage = [usages, id = caller.clusterId](const PodUsage& u, bool live) {
-      std::lock_guard<std::mutex> lock(usages->mu);
+      base::MutexLock lock(usages->mu);
       if (live) {
         usages->byConsumer[id] = &u;
       } else if (auto it = usages->byConsumer.find(id);
