@@ -3,8 +3,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <ctime>
-
 #include "peering/names.h"
 
 namespace strait::peering {
@@ -69,15 +67,6 @@ nlohmann::json makeForeignCluster(const std::string& name, const std::string& re
             {"role", role},
             {"endpoint", endpoint},
             {"mode", "push"}}}};
-}
-
-std::string rfc3339(std::chrono::system_clock::time_point t) {
-  std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  struct tm tm {};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 bool setCondition(nlohmann::json& fc, const std::string& type, bool status,

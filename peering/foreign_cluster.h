@@ -16,6 +16,7 @@
 #include <string>
 
 #include "kube/client.h"
+#include "kube/time.h"
 
 namespace strait::peering {
 
@@ -70,7 +71,7 @@ nlohmann::json peeringConditions(bool authenticated, const std::string& authReas
                                  const nlohmann::json& previousConditions,
                                  std::chrono::system_clock::time_point now);
 
-// RFC 3339 UTC with seconds.
-std::string rfc3339(std::chrono::system_clock::time_point t);
+// RFC 3339 UTC with seconds (metav1.Time), as the rest of the project writes it.
+using kube::rfc3339;
 
 }  // namespace strait::peering
