@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kube/base64.h"
+#include "kube/json_access.h"
 #include "peering/names.h"
 #include "vnode/node_builder.h"
 
@@ -13,12 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-const json& member(const json& j, const char* key) {
-  static const json null;
-  if (!j.is_object()) return null;
-  auto it = j.find(key);
-  return it == j.end() ? null : *it;
-}
+using kube::member;
 
 bool isStraitNodeName(const json& v) {
   return v.is_string() && v.get<std::string>().rfind(std::string(kNodeNamePrefix), 0) == 0;
