@@ -9,14 +9,14 @@ Bytes label(const char* s) { return Bytes(reinterpret_cast<const uint8_t*>(s), s
 }  // namespace
 
 void CookieChecker::init(const PublicKey& localPublic) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   mac1Key_ = hash({label(kLabelMac1), localPublic});
   encryptionKey_ = hash({label(kLabelCookie), localPublic});
 }
 
 bool CookieChecker::checkMac1(Bytes msg) const {
   if (msg.size() < 32) return false;
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   MacValue m = mac(mac1Key_, {msg.first(msg.size() - 32)});
   return constantTimeEqual(m, msg.subspan(msg.size() - 32, 16));
 }
@@ -35,7 +35,7 @@ HashValue CookieChecker::cookieFor(Bytes source, SteadyTime now) {
 
 bool CookieChecker::checkMac2(Bytes msg, Bytes source, SteadyTime now) {
   if (msg.size() < 32) return false;
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   if (!secretSet_ || now - secretSetAt_ > kCookieRefreshTime) return false;
   MacValue c = mac(secret_.bytes(), {source});
   MacValue m = mac(Bytes(c.data(), c.size()), {msg.first(msg.size() - 16)});
@@ -49,7 +49,7 @@ MessageCookieReply CookieChecker::createReply(Bytes msg, uint32_t receiverIndex,
   reply.type = kMessageCookieReplyType;
   reply.receiver = receiverIndex;
   randomBytes(MutableBytes(reply.nonce, sizeof reply.nonce));
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   HashValue cookie = cookieFor(source, now);
   Bytes mac1 = msg.subspan(msg.size() - 32, 16);
   xaeadSeal(encryptionKey_.data(), reply.nonce, Bytes(cookie.data(), kMacSize), mac1,
@@ -59,7 +59,7 @@ MessageCookieReply CookieChecker::createReply(Bytes msg, uint32_t receiverIndex,
 }
 
 void CookieGenerator::init(const PublicKey& peerPublic) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   mac1Key_ = hash({label(kLabelMac1), peerPublic});
   decryptionKey_ = hash({label(kLabelCookie), peerPublic});
   hasLastMac1_ = false;
@@ -68,7 +68,7 @@ void CookieGenerator::init(const PublicKey& peerPublic) {
 }
 
 void CookieGenerator::addMacs(MutableBytes msg, SteadyTime now) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   size_t n = msg.size();
   MacValue m1 = mac(mac1Key_, {Bytes(msg.data(), n - 32)});
   std::memcpy(msg.data() + n - 32, m1.data(), 16);
@@ -83,7 +83,7 @@ void CookieGenerator::addMacs(MutableBytes msg, SteadyTime now) {
 }
 
 bool CookieGenerator::consumeReply(const MessageCookieReply& reply, SteadyTime now) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   if (!hasLastMac1_) return false;
   SecretBytes<16> cookie;
   if (!xaeadOpen(decryptionKey_.data(), reply.nonce,

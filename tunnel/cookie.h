@@ -10,6 +10,7 @@
 #include <mutex>
 #include <span>
 
+#include "base/thread_annotations.h"
 #include "tunnel/crypto.h"
 #include "tunnel/messages.h"
 
@@ -32,15 +33,14 @@ class CookieChecker {
   MessageCookieReply createReply(Bytes msg, uint32_t receiverIndex, Bytes source, SteadyTime now);
 
  private:
-  HashValue cookieFor(Bytes source, SteadyTime now);  // mu_ held
+  HashValue cookieFor(Bytes source, SteadyTime now) REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  // Guarded by mu_:
-  HashValue mac1Key_{};
-  HashValue encryptionKey_{};
-  SymmetricKey secret_;
-  SteadyTime secretSetAt_{};
-  bool secretSet_ = false;
+  mutable base::Mutex mu_;
+  HashValue mac1Key_ GUARDED_BY(mu_){};
+  HashValue encryptionKey_ GUARDED_BY(mu_){};
+  SymmetricKey secret_ GUARDED_BY(mu_);
+  SteadyTime secretSetAt_ GUARDED_BY(mu_){};
+  bool secretSet_ GUARDED_BY(mu_) = false;
 };
 
 // Adds mac1/mac2 to our handshake messages for one peer and consumes its cookie replies.
@@ -53,15 +53,14 @@ class CookieGenerator {
   bool consumeReply(const MessageCookieReply& reply, SteadyTime now);
 
  private:
-  std::mutex mu_;
-  // Guarded by mu_:
-  HashValue mac1Key_{};
-  HashValue decryptionKey_{};
-  MacValue lastMac1_{};
-  bool hasLastMac1_ = false;
-  SecretBytes<16> cookie_;
-  SteadyTime cookieSetAt_{};
-  bool hasCookie_ = false;
+  base::Mutex mu_;
+  HashValue mac1Key_ GUARDED_BY(mu_){};
+  HashValue decryptionKey_ GUARDED_BY(mu_){};
+  MacValue lastMac1_ GUARDED_BY(mu_){};
+  bool hasLastMac1_ GUARDED_BY(mu_) = false;
+  SecretBytes<16> cookie_ GUARDED_BY(mu_);
+  SteadyTime cookieSetAt_ GUARDED_BY(mu_){};
+  bool hasCookie_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace strait::tunnel

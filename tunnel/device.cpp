@@ -7,6 +7,7 @@
 
 #include <ctime>
 
+#include "base/thread_annotations.h"
 #include "tunnel/device_impl.h"
 
 namespace strait::tunnel {
@@ -28,7 +29,7 @@ base::Status Device::start(int tunFd) {
   auto sock = UdpSocket::open(d.configuredPort.load(), d.options.udpOffload);
   if (!sock.ok()) return sock.error();
   {
-    std::lock_guard lock(d.socketMu);
+    base::MutexLock lock(d.socketMu);
     d.socket = *sock;
   }
   d.tunFd = tunFd;
@@ -39,7 +40,7 @@ base::Status Device::start(int tunFd) {
     std::shared_lock lock(d.peersMu);
     SteadyTime now = std::chrono::steady_clock::now();
     for (auto& [key, peer] : d.peers) {
-      std::lock_guard pl(peer->mu);
+      base::MutexLock pl(peer->mu);
       if (peer->persistentKeepalive > 0) peer->persistentKeepaliveAt = now;
     }
   }
@@ -64,7 +65,7 @@ void Device::stop() {
   close(d.stopFd);
   close(d.rebindFd);
   d.stopFd = d.rebindFd = -1;
-  std::lock_guard lock(d.socketMu);
+  base::MutexLock lock(d.socketMu);
   d.socket.reset();
   spdlog::info("event=device_stop");
 }
@@ -80,7 +81,7 @@ base::Status Device::setPrivateKey(const PrivateKey& key) {
   d.cookieChecker.init(*pub);
   if (auto it = d.peers.find(*pub); it != d.peers.end()) d.removePeerLocked(it);
   for (auto& [k, peer] : d.peers) {
-    std::lock_guard pl(peer->mu);
+    base::MutexLock pl(peer->mu);
     d.wipePeerSessions(*peer);
     peer->handshake.setRemoteStatic(d.identity, peer->publicKey);
   }
@@ -95,14 +96,14 @@ base::Status Device::setListenPort(uint16_t port) {
   if (old && port != 0 && old->port() == port) return base::Status::OK();
   {
     // Release the old port first so that the new bind may reuse it.
-    std::lock_guard lock(d.socketMu);
+    base::MutexLock lock(d.socketMu);
     d.socket.reset();
   }
   old.reset();
   auto sock = UdpSocket::open(port, d.options.udpOffload);
   if (!sock.ok()) return sock.error();
   {
-    std::lock_guard lock(d.socketMu);
+    base::MutexLock lock(d.socketMu);
     d.socket = *sock;
   }
   uint64_t one = 1;
@@ -144,13 +145,16 @@ base::Status Device::updatePeer(const PublicKey& publicKey, const PeerUpdate& up
   if (it == d.peers.end()) {
     if (updateOnly) return makeError(Code::NotFound, "no peer " + keyToBase64(publicKey));
     auto peer = std::make_unique<Peer>(publicKey);
-    peer->handshake.setRemoteStatic(d.identity, publicKey);
+    {
+      base::MutexLock pl(peer->mu);  // not shared yet: the lock is for the analysis
+      peer->handshake.setRemoteStatic(d.identity, publicKey);
+    }
     it = d.peers.emplace(publicKey, std::move(peer)).first;
     spdlog::info("event=peer_added peer={}", keyToBase64(publicKey).substr(0, 8));
   }
   Peer& peer = *it->second;
   SteadyTime now = std::chrono::steady_clock::now();
-  std::lock_guard pl(peer.mu);
+  base::MutexLock pl(peer.mu);
   if (update.presharedKey) peer.handshake.presharedKey = *update.presharedKey;
   if (update.endpoint) peer.endpoint = *update.endpoint;
   if (update.persistentKeepalive) {
@@ -185,7 +189,7 @@ void Device::removeAllPeers() {
 void Device::Impl::removePeerLocked(std::map<PublicKey, std::unique_ptr<Peer>>::iterator it) {
   Peer& peer = *it->second;
   {
-    std::lock_guard pl(peer.mu);
+    base::MutexLock pl(peer.mu);
     wipePeerSessions(peer);
   }
   allowedIps.removeValue(&peer);
@@ -225,7 +229,7 @@ DeviceSnapshot Device::snapshot() const {
     p.lastHandshakeSeconds = ns / 1'000'000'000;
     p.lastHandshakeNanoseconds = ns % 1'000'000'000;
     p.allowedIps = d.allowedIps.prefixesOf(peer.get());
-    std::lock_guard pl(peer->mu);
+    base::MutexLock pl(peer->mu);
     p.presharedKey = peer->handshake.presharedKey;
     p.endpoint = peer->endpoint;
     p.persistentKeepalive = peer->persistentKeepalive;
@@ -270,7 +274,7 @@ void Device::handleDatagram(uint8_t* data, size_t length, const Endpoint& source
 // ---- receiver-index table ----
 
 uint32_t Device::Impl::registerHandshakeIndex(Peer* peer) {
-  std::lock_guard lock(indexMu);
+  base::MutexLock lock(indexMu);
   for (;;) {
     uint32_t index = 0;
     randomBytes(MutableBytes(reinterpret_cast<uint8_t*>(&index), sizeof index));
@@ -281,17 +285,17 @@ uint32_t Device::Impl::registerHandshakeIndex(Peer* peer) {
 }
 
 void Device::Impl::bindKeypairIndex(const std::shared_ptr<Keypair>& kp) {
-  std::lock_guard lock(indexMu);
+  base::MutexLock lock(indexMu);
   indexTable[kp->localIndex] = IndexEntry{kp->peer, kp};
 }
 
 void Device::Impl::unregisterIndex(uint32_t index) {
-  std::lock_guard lock(indexMu);
+  base::MutexLock lock(indexMu);
   indexTable.erase(index);
 }
 
 std::optional<Device::Impl::IndexEntry> Device::Impl::lookupIndex(uint32_t index) {
-  std::lock_guard lock(indexMu);
+  base::MutexLock lock(indexMu);
   auto it = indexTable.find(index);
   if (it == indexTable.end()) return std::nullopt;
   return it->second;

@@ -20,6 +20,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "base/thread_annotations.h"
 #include "tunnel/allowed_ips.h"
 #include "tunnel/cookie.h"
 #include "tunnel/device.h"
@@ -62,11 +63,11 @@ struct Device::Impl {
     Peer* peer = nullptr;
     std::shared_ptr<Keypair> keypair;  // null while the index names a pending handshake
   };
-  std::mutex indexMu;
-  std::unordered_map<uint32_t, IndexEntry> indexTable;  // guarded by indexMu
+  base::Mutex indexMu;
+  std::unordered_map<uint32_t, IndexEntry> indexTable GUARDED_BY(indexMu);
 
-  mutable std::mutex socketMu;
-  std::shared_ptr<UdpSocket> socket;  // guarded by socketMu
+  mutable base::Mutex socketMu;
+  std::shared_ptr<UdpSocket> socket GUARDED_BY(socketMu);
   std::atomic<uint16_t> configuredPort{0};
 
   int tunFd = -1;
@@ -82,7 +83,7 @@ struct Device::Impl {
   uint32_t loadCount = 0;
 
   std::shared_ptr<UdpSocket> currentSocket() const {
-    std::lock_guard lock(socketMu);
+    base::MutexLock lock(socketMu);
     return socket;
   }
 
@@ -93,23 +94,23 @@ struct Device::Impl {
   std::optional<IndexEntry> lookupIndex(uint32_t index);
 
   // ---- peers (peersMu held exclusively unless noted) ----
-  void wipePeerSessions(Peer& peer);  // Peer::mu held
+  void wipePeerSessions(Peer& peer) REQUIRES(peer.mu);
   void removePeerLocked(std::map<PublicKey, std::unique_ptr<Peer>>::iterator it);
 
   // ---- send path (send.cpp; peersMu held shared) ----
   void tunLoop();
   // Encrypts `plain` (length bytes at out+16) for the peer's current session into `out`;
   // returns the message length, or 0 when the packet must wait for a handshake (it is
-  // then staged) . Peer::mu held.
+  // then staged).
   size_t sealForPeer(Peer& peer, uint8_t* buffer, size_t length, SteadyTime now,
-                     bool* wantHandshake);
+                     bool* wantHandshake) REQUIRES(peer.mu);
   // Sends the packets staged on `peer` (after a handshake) or a keepalive if
   // `keepaliveIfEmpty`. Takes Peer::mu.
-  void sendStaged(Peer& peer, bool keepaliveIfEmpty);
+  void sendStaged(Peer& peer, bool keepaliveIfEmpty) EXCLUDES(peer.mu);
   void sendKeepalive(Peer& peer);
   // Sends a handshake initiation unless one went out less than REKEY_TIMEOUT ago (ignored
   // when `isRetry`). Takes Peer::mu.
-  void initiateHandshake(Peer& peer, bool isRetry);
+  void initiateHandshake(Peer& peer, bool isRetry) EXCLUDES(peer.mu);
   void sendRaw(const Endpoint& to, const uint8_t* data, size_t length);
 
   // ---- receive path (receive.cpp; peersMu held shared) ----
@@ -128,17 +129,18 @@ struct Device::Impl {
   void timerLoop();
   void tickPeer(Peer& peer, SteadyTime now);  // peersMu shared
   // Hooks; Peer::mu held. "Call after ..." notes in timers.cpp.
-  void onDataSent(Peer& peer, SteadyTime now);
-  void onDataReceived(Peer& peer, SteadyTime now);
-  void onAnyAuthenticatedPacketSent(Peer& peer, SteadyTime now);
-  void onAnyAuthenticatedPacketReceived(Peer& peer, SteadyTime now);
-  void onAnyAuthenticatedPacketTraversal(Peer& peer, SteadyTime now);
-  void onHandshakeInitiated(Peer& peer, SteadyTime now);
-  void onHandshakeComplete(Peer& peer, SteadyTime now);
-  void onSessionDerived(Peer& peer, SteadyTime now);
+  void onDataSent(Peer& peer, SteadyTime now) REQUIRES(peer.mu);
+  void onDataReceived(Peer& peer, SteadyTime now) REQUIRES(peer.mu);
+  void onAnyAuthenticatedPacketSent(Peer& peer, SteadyTime now) REQUIRES(peer.mu);
+  void onAnyAuthenticatedPacketReceived(Peer& peer, SteadyTime now) REQUIRES(peer.mu);
+  void onAnyAuthenticatedPacketTraversal(Peer& peer, SteadyTime now) REQUIRES(peer.mu);
+  void onHandshakeInitiated(Peer& peer, SteadyTime now) REQUIRES(peer.mu);
+  void onHandshakeComplete(Peer& peer, SteadyTime now) REQUIRES(peer.mu);
+  void onSessionDerived(Peer& peer, SteadyTime now) REQUIRES(peer.mu);
   // Installs a new session keypair (initiator: current at once; responder: next, until
-  // the first packet from the initiator confirms it). Peer::mu held.
-  std::shared_ptr<Keypair> installKeypair(Peer& peer, SessionKeys&& keys, SteadyTime now);
+  // the first packet from the initiator confirms it).
+  std::shared_ptr<Keypair> installKeypair(Peer& peer, SessionKeys&& keys, SteadyTime now)
+      REQUIRES(peer.mu);
   bool keypairUsableForSend(const Keypair& kp, SteadyTime now) const;
 };
 

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "tunnel/cookie.h"
 #include "tunnel/crypto.h"
 #include "tunnel/ip.h"
@@ -34,8 +35,8 @@ struct Keypair {
   uint32_t remoteIndex = 0;
   Peer* peer = nullptr;  // outlives the keypair's presence in the index table
 
-  std::mutex replayMu;
-  ReplayFilter replay;  // guarded by replayMu
+  base::Mutex replayMu;
+  ReplayFilter replay GUARDED_BY(replayMu);
 };
 
 class Peer {
@@ -47,21 +48,23 @@ class Peer {
   std::atomic<uint64_t> rxBytes{0}, txBytes{0};
   std::atomic<int64_t> lastHandshakeUnixNanos{0};
 
-  std::mutex mu;
-  // ---- guarded by mu ----
-  Handshake handshake;
-  std::shared_ptr<Keypair> previous, current, next;
-  Endpoint endpoint;
-  uint16_t persistentKeepalive = 0;  // seconds
-  std::optional<PrefixRemap> remap;
-  std::deque<std::vector<uint8_t>> staged;  // plaintext waiting for a session
+  base::Mutex mu;
+  Handshake handshake GUARDED_BY(mu);
+  std::shared_ptr<Keypair> previous GUARDED_BY(mu), current GUARDED_BY(mu), next GUARDED_BY(mu);
+  Endpoint endpoint GUARDED_BY(mu);
+  uint16_t persistentKeepalive GUARDED_BY(mu) = 0;  // seconds
+  std::optional<PrefixRemap> remap GUARDED_BY(mu);
+  std::deque<std::vector<uint8_t>> staged GUARDED_BY(mu);  // plaintext waiting for a session
   // Timers (see timers.cpp): a deadline is armed when set.
-  std::optional<SteadyTime> retransmitHandshakeAt, sendKeepaliveAt, newHandshakeAt,
-      zeroKeyMaterialAt, persistentKeepaliveAt;
-  bool needAnotherKeepalive = false;
-  int handshakeAttempts = 0;
-  std::optional<SteadyTime> lastSentHandshake;
-  std::optional<SteadyTime> lastInitiationConsumed;
+  std::optional<SteadyTime> retransmitHandshakeAt GUARDED_BY(mu);
+  std::optional<SteadyTime> sendKeepaliveAt GUARDED_BY(mu);
+  std::optional<SteadyTime> newHandshakeAt GUARDED_BY(mu);
+  std::optional<SteadyTime> zeroKeyMaterialAt GUARDED_BY(mu);
+  std::optional<SteadyTime> persistentKeepaliveAt GUARDED_BY(mu);
+  bool needAnotherKeepalive GUARDED_BY(mu) = false;
+  int handshakeAttempts GUARDED_BY(mu) = 0;
+  std::optional<SteadyTime> lastSentHandshake GUARDED_BY(mu);
+  std::optional<SteadyTime> lastInitiationConsumed GUARDED_BY(mu);
 };
 
 }  // namespace strait::tunnel

@@ -15,6 +15,7 @@
 
 #include <cstring>
 
+#include "base/thread_annotations.h"
 #include "tunnel/device_impl.h"
 #include "tunnel/offload.h"
 
@@ -133,7 +134,7 @@ void Device::Impl::handleInitiation(uint8_t* data, size_t length, const Endpoint
   Peer& peer = *it->second;
   MessageResponse resp{};
   {
-    std::lock_guard pl(peer.mu);
+    base::MutexLock pl(peer.mu);
     if (peer.lastInitiationConsumed &&
         now - *peer.lastInitiationConsumed < kHandshakeInitationRate) {
       AtomicCounters::bump(counters.handshakeRefused);
@@ -183,7 +184,7 @@ void Device::Impl::handleResponse(uint8_t* data, size_t length, const Endpoint& 
   }
   Peer& peer = *entry->peer;
   {
-    std::lock_guard pl(peer.mu);
+    base::MutexLock pl(peer.mu);
     if (!consumeResponse(identity, peer.handshake, msg)) {
       AtomicCounters::bump(counters.handshakeRefused);
       return;
@@ -261,7 +262,7 @@ size_t Device::Impl::handleTransport(uint8_t* data, size_t length, const Endpoin
     return 0;
   }
   {
-    std::lock_guard rl(kp.replayMu);
+    base::MutexLock rl(kp.replayMu);
     if (!kp.replay.validate(h.counter, kRejectAfterMessages)) {
       AtomicCounters::bump(counters.replayed);
       return 0;
@@ -274,7 +275,7 @@ size_t Device::Impl::handleTransport(uint8_t* data, size_t length, const Endpoin
   bool wantHandshake = false;
   std::optional<PrefixRemap> remap;
   {
-    std::lock_guard pl(peer.mu);
+    base::MutexLock pl(peer.mu);
     if (peer.next == entry->keypair) {
       // First packet under the session we answered: it is confirmed.
       if (peer.previous) unregisterIndex(peer.previous->localIndex);

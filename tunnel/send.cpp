@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/thread_annotations.h"
 #include "tunnel/device_impl.h"
 #include "tunnel/offload.h"
 
@@ -55,10 +56,10 @@ IpAddress destinationOf(const uint8_t* p, size_t n) {
 }  // namespace
 
 // Reserves a nonce of the peer's current session for one packet. Returns the keypair, or
-// null after staging the packet when there is no usable session. Peer::mu held.
+// null after staging the packet when there is no usable session.
 static std::shared_ptr<Keypair> reserveNonce(Device::Impl& d, Peer& peer, const uint8_t* packet,
                                              size_t length, SteadyTime now, uint64_t* nonce,
-                                             bool* wantHandshake) {
+                                             bool* wantHandshake) REQUIRES(peer.mu) {
   std::shared_ptr<Keypair> kp = peer.current;
   if (kp && d.keypairUsableForSend(*kp, now)) {
     *nonce = kp->sendNonce.fetch_add(1, std::memory_order_relaxed);
@@ -134,7 +135,7 @@ void Device::Impl::tunLoop() {
       std::shared_ptr<Keypair> kp;
       Endpoint to;
       {
-        std::lock_guard pl(peer.mu);
+        base::MutexLock pl(peer.mu);
         if (peer.remap) remapOutbound(*peer.remap, packet, lengths[i]);
         to = peer.endpoint;
         if (!to.valid()) {
@@ -174,7 +175,7 @@ void Device::Impl::sendStaged(Peer& peer, bool keepaliveIfEmpty) {
   std::vector<uint64_t> nonces;
   Endpoint to;
   {
-    std::lock_guard pl(peer.mu);
+    base::MutexLock pl(peer.mu);
     if (peer.staged.empty() && keepaliveIfEmpty) peer.staged.emplace_back();
     if (peer.staged.empty()) return;
     kp = peer.current;
@@ -220,7 +221,7 @@ void Device::Impl::initiateHandshake(Peer& peer, bool isRetry) {
   MessageInitiation msg{};
   Endpoint to;
   {
-    std::lock_guard pl(peer.mu);
+    base::MutexLock pl(peer.mu);
     if (!isRetry) {
       if (peer.lastSentHandshake && now - *peer.lastSentHandshake < options.timers.rekeyTimeout) {
         return;

@@ -3,6 +3,7 @@
 // send and receive paths, at the moments their names say.
 #include <spdlog/spdlog.h>
 
+#include "base/thread_annotations.h"
 #include "tunnel/device_impl.h"
 
 namespace strait::tunnel {
@@ -88,7 +89,7 @@ void Device::Impl::tickPeer(Peer& peer, SteadyTime now) {
   std::vector<Action> actions;
   const TimerConfig& t = options.timers;
   {
-    std::lock_guard pl(peer.mu);
+    base::MutexLock pl(peer.mu);
     auto due = [&](std::optional<SteadyTime>& at) {
       if (at && *at <= now) {
         at.reset();
