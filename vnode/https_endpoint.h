@@ -1,10 +1,9 @@
 #pragma once
-// A small HTTPS endpoint for request/response handlers that answer quickly (the toleration
-// webhook): TLS 1.2+ with a server certificate, HTTP/1.1 keep-alive, bodies up to 1 MiB, one
-// thread per connection. No client certificates, no streaming, no upgrades (the kubelet API
-// needs those and has its own server).
+// A small HTTPS endpoint for request/response handlers that answer quickly (the admission
+// webhooks): TLS 1.2+ with a server certificate, HTTP/1.1 keep-alive, bodies up to 1 MiB (larger
+// ones get 413), one thread per connection. It is the shared kube::HttpServer seen through
+// a (method, path, body) -> reply function; no client certificates, streaming or upgrades.
 //
-// The Boost.Beast/Asio headers stay in https_endpoint.cpp.
 // Thread-safety: start/stop from one thread; the handler is called concurrently from the
 // connection threads and must be thread-safe.
 
