@@ -14,6 +14,7 @@
 #include <random>
 #include <thread>
 
+#include "base/thread_annotations.h"
 #include "kube/api_error.h"
 #include "kube/credentials.h"
 #include "kube/json_access.h"
@@ -225,6 +226,7 @@ class ClientImpl : public Client {
   Status validate() {
     auto t = Transport::make(cfg_, cfg_.clientCertPem, cfg_.clientKeyPem);
     if (!t) return t.error();
+    base::MutexLock lock(mu_);
     transport_ = std::move(*t);
     return Status::OK();
   }
@@ -232,7 +234,7 @@ class ClientImpl : public Client {
  private:
   // The transport for these credentials (a new one when the client certificate changed).
   Result<std::shared_ptr<Transport>> transportFor(const Credentials& c) {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     if (transport_ && transport_->certPem() == c.clientCertPem) return transport_;
     auto t = Transport::make(cfg_, c.clientCertPem, c.clientKeyPem);
     if (!t) return t.error();
@@ -241,7 +243,7 @@ class ClientImpl : public Client {
   }
 
   std::chrono::milliseconds backoff(int attempt) {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     double base = 100.0 * (1 << std::min(attempt, 6));
     std::uniform_real_distribution<double> jitter(0.5, 1.5);
     return std::chrono::milliseconds(static_cast<int64_t>(std::min(base * jitter(rng_), 5000.0)));
@@ -324,9 +326,9 @@ class ClientImpl : public Client {
   const RestConfig cfg_;
   TokenBucket limiter_;
   CredentialSource creds_;
-  std::mutex mu_;  // guards transport_ and rng_
-  std::shared_ptr<Transport> transport_;
-  std::mt19937 rng_;
+  base::Mutex mu_;
+  std::shared_ptr<Transport> transport_ GUARDED_BY(mu_);
+  std::mt19937 rng_ GUARDED_BY(mu_);
 };
 
 }  // namespace

@@ -203,7 +203,7 @@ CredentialSource::CredentialSource(const RestConfig& cfg, Clock clock)
     : cfg_(cfg), clock_(clock ? std::move(clock) : [] { return std::chrono::system_clock::now(); }) {}
 
 Result<Credentials> CredentialSource::get() {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   auto now = clock_();
   if (cached_) {
     bool fresh = true;
@@ -246,7 +246,7 @@ Result<Credentials> CredentialSource::get() {
 }
 
 bool CredentialSource::invalidate(const Credentials& used) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   if (!dynamic()) return false;
   if (cached_ && *cached_ == used) cached_.reset();
   return true;

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "base/thread_annotations.h"
 #include "kube/kubeconfig.h"
 #include "kube/status.h"
 
@@ -56,9 +57,9 @@ class CredentialSource {
 
   RestConfig cfg_;
   Clock clock_;
-  std::mutex mu_;  // guards the fields below; held while a plugin runs
-  std::optional<Credentials> cached_;
-  std::chrono::system_clock::time_point readAt_{};
+  base::Mutex mu_;  // held while a plugin runs
+  std::optional<Credentials> cached_ GUARDED_BY(mu_);
+  std::chrono::system_clock::time_point readAt_ GUARDED_BY(mu_){};
 };
 
 }  // namespace strait::kube

@@ -13,6 +13,7 @@
 // Only HTTP/1.1 is offered (ALPN "http/1.1"); HTTP/2 is never negotiated.
 
 #include "kube/http_server.h"
+#include "base/thread_annotations.h"
 #include "kube/http_upgrade.h"
 #include "kube/pki.h"
 
@@ -284,19 +285,19 @@ class HttpServerImpl final : public HttpServer {
   std::atomic<uint16_t> port_{0};
   std::atomic<bool> stopping_{false};
 
-  std::mutex lifecycleMu_;  // serializes start() and stop()
-  bool started_ = false;    // guarded by lifecycleMu_
-  bool stopped_ = false;    // guarded by lifecycleMu_
+  base::Mutex lifecycleMu_;  // also serializes start() and stop()
+  bool started_ GUARDED_BY(lifecycleMu_) = false;
+  bool stopped_ GUARDED_BY(lifecycleMu_) = false;
 
   struct ConnEntry {
     int fd = -1;  // -1 once the connection thread is about to close the socket
     std::thread thread;
   };
-  std::mutex mu_;
-  // State below is protected by mu_.
-  std::map<uint64_t, ConnEntry> conns_;
-  std::vector<uint64_t> finished_;  // connection threads that have ended and await join
-  uint64_t nextId_ = 0;
+  base::Mutex mu_;
+  std::map<uint64_t, ConnEntry> conns_ GUARDED_BY(mu_);
+  // Connection threads that have ended and await join.
+  std::vector<uint64_t> finished_ GUARDED_BY(mu_);
+  uint64_t nextId_ GUARDED_BY(mu_) = 0;
 };
 
 // --- Connection ----------------------------------------------------------------------------------
@@ -621,7 +622,7 @@ Status HttpServerImpl::setUpTls() {
 }
 
 Status HttpServerImpl::start() {
-  std::lock_guard<std::mutex> lifecycle(lifecycleMu_);
+  base::MutexLock lifecycle(lifecycleMu_);
   if (started_) return makeError(Code::Internal, "http server: already started");
   if (Status s = setUpTls(); !s.ok()) return s;
 
@@ -679,7 +680,7 @@ void HttpServerImpl::onAccept(const error_code& ec, tcp::socket socket) {
   }
   joinFinished();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     uint64_t id = nextId_++;
     ConnEntry& entry = conns_[id];
     entry.fd = socket.native_handle();
@@ -712,17 +713,17 @@ void HttpServerImpl::serveConnection(uint64_t id, tcp::socket socket) {
       spdlog::error("http connection failed error=\"{}\"", e.what());
     }
     // Unregister before the socket closes, so stop() never shuts down a reused descriptor.
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     conns_[id].fd = -1;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   finished_.push_back(id);
 }
 
 void HttpServerImpl::joinFinished() {
   std::vector<std::thread> done;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     for (uint64_t id : finished_) {
       auto it = conns_.find(id);
       if (it == conns_.end()) continue;
@@ -737,7 +738,7 @@ void HttpServerImpl::joinFinished() {
 }
 
 void HttpServerImpl::stop() {
-  std::lock_guard<std::mutex> lifecycle(lifecycleMu_);
+  base::MutexLock lifecycle(lifecycleMu_);
   if (!started_ || stopped_) return;
   stopped_ = true;
   stopping_ = true;
@@ -748,7 +749,7 @@ void HttpServerImpl::stop() {
 
   std::vector<std::thread> threads;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     for (auto& [id, entry] : conns_) {
       if (entry.fd >= 0) ::shutdown(entry.fd, SHUT_RDWR);
       threads.push_back(std::move(entry.thread));
@@ -757,7 +758,7 @@ void HttpServerImpl::stop() {
   for (std::thread& t : threads) {
     if (t.joinable()) t.join();
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   conns_.clear();
   finished_.clear();
   spdlog::info("http server stopped port={}", port_.load());

@@ -29,7 +29,7 @@ void Informer::addIndex(const std::string& name, IndexFunc fn) {
 }
 
 void Informer::addHandlers(EventHandlers h) {
-  std::lock_guard<std::mutex> lock(handlerMu_);
+  base::MutexLock lock(handlerMu_);
   if (h.onAdd) {
     for (const auto& o : cache_.list()) h.onAdd(o);
   }
@@ -37,7 +37,7 @@ void Informer::addHandlers(EventHandlers h) {
 }
 
 void Informer::start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   if (thread_.joinable()) return;
   thread_ = std::jthread([this](std::stop_token st) { run(st); });
 }
@@ -45,7 +45,7 @@ void Informer::start() {
 void Informer::stop() {
   std::jthread t;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     t = std::move(thread_);
   }
   if (t.joinable()) {
@@ -56,18 +56,18 @@ void Informer::stop() {
 }
 
 bool Informer::waitForSync(std::chrono::milliseconds timeout) const {
-  std::unique_lock<std::mutex> lock(mu_);
+  base::UniqueLock lock(mu_);
   syncedCv_.wait_for(lock, timeout, [&] { return synced_.load(); });
   return synced_.load();
 }
 
 std::string Informer::lastResourceVersion() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   return lastRv_;
 }
 
 InformerStats Informer::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   return stats_;
 }
 
@@ -82,28 +82,28 @@ ObjectPtr Informer::snapshot(json&& obj) const {
 }
 
 void Informer::dispatchAdd(const ObjectPtr& o) {
-  std::lock_guard<std::mutex> lock(handlerMu_);
+  base::MutexLock lock(handlerMu_);
   for (auto& h : handlers_) {
     if (h.onAdd) h.onAdd(o);
   }
 }
 
 void Informer::dispatchUpdate(const ObjectPtr& a, const ObjectPtr& b) {
-  std::lock_guard<std::mutex> lock(handlerMu_);
+  base::MutexLock lock(handlerMu_);
   for (auto& h : handlers_) {
     if (h.onUpdate) h.onUpdate(a, b);
   }
 }
 
 void Informer::dispatchDelete(const ObjectPtr& o) {
-  std::lock_guard<std::mutex> lock(handlerMu_);
+  base::MutexLock lock(handlerMu_);
   for (auto& h : handlers_) {
     if (h.onDelete) h.onDelete(o);
   }
 }
 
 bool Informer::sleepFor(std::chrono::milliseconds d, std::stop_token stop) {
-  std::unique_lock<std::mutex> lock(mu_);
+  base::UniqueLock lock(mu_);
   std::condition_variable_any cv;  // woken only by `stop`
   cv.wait_for(lock, stop, d, [] { return false; });
   return !stop.stop_requested();
@@ -161,12 +161,12 @@ Status Informer::relist(std::stop_token stop) {
     }
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     lastRv_ = listRv;
     ++stats_.lists;
   }
   if (!synced_.exchange(true)) {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     syncedCv_.notify_all();
   }
   spdlog::debug("event=informer_listed resource={} ns={} items={} rv={}",
@@ -178,7 +178,7 @@ void Informer::apply(WatchEvent&& ev) {
   std::string rv = ev.resourceVersion();
   if (ev.type == WatchEventType::Bookmark) {
     if (!rv.empty()) {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       lastRv_ = rv;
     }
     return;
@@ -199,7 +199,7 @@ void Informer::apply(WatchEvent&& ev) {
       }
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   if (!rv.empty()) lastRv_ = rv;
   ++stats_.events;
 }
@@ -214,7 +214,7 @@ Status Informer::watchOnce(std::stop_token stop, bool& needRelist) {
   auto minT = static_cast<int>(opts_.minWatchTimeout.count());
   wo.timeoutSeconds = std::uniform_int_distribution<int>(minT, 2 * minT)(rng);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     ++stats_.watches;
   }
   Error streamError;
@@ -234,7 +234,7 @@ Status Informer::watchOnce(std::stop_token stop, bool& needRelist) {
   if (gotError) s = streamError;
   if (!s.ok() && s.code() == Code::Gone) {
     needRelist = true;
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     ++stats_.goneRelists;
     spdlog::info("event=informer_relist reason=gone resource={} rv={}",
                  opts_.resource.toString(), wo.resourceVersion);
@@ -255,7 +255,7 @@ void Informer::run(std::stop_token stop) {
     } else {
       s = watchOnce(stop, needRelist);
       if (!s.ok()) {
-        std::lock_guard<std::mutex> lock(mu_);
+        base::MutexLock lock(mu_);
         ++stats_.watchErrors;
       }
     }
@@ -280,7 +280,7 @@ std::shared_ptr<Informer> InformerFactory::informerFor(const ResourceRef& r,
                                                        const std::string& ns,
                                                        const std::string& labelSelector,
                                                        const std::string& fieldSelector) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   Key key{r, r.namespaced ? ns : std::string(), labelSelector, fieldSelector};
   auto it = informers_.find(key);
   if (it != informers_.end()) return it->second;
@@ -295,14 +295,14 @@ std::shared_ptr<Informer> InformerFactory::informerFor(const ResourceRef& r,
 }
 
 void InformerFactory::start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   for (auto& [k, inf] : informers_) inf->start();
 }
 
 bool InformerFactory::waitForSync(std::chrono::milliseconds timeout) {
   std::vector<std::shared_ptr<Informer>> all;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     for (auto& [k, inf] : informers_) all.push_back(inf);
   }
   auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -315,7 +315,7 @@ bool InformerFactory::waitForSync(std::chrono::milliseconds timeout) {
 }
 
 void InformerFactory::stop() {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   for (auto& [k, inf] : informers_) inf->stop();
 }
 

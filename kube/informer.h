@@ -26,6 +26,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "kube/cache.h"
 #include "kube/client.h"
 
@@ -106,14 +107,14 @@ class Informer {
   Cache cache_;
   std::atomic<bool> synced_{false};
 
-  mutable std::mutex mu_;  // guards the fields below
-  mutable std::condition_variable syncedCv_;
-  std::string lastRv_;
-  InformerStats stats_;
-  std::jthread thread_;
+  mutable base::Mutex mu_;
+  mutable std::condition_variable_any syncedCv_;
+  std::string lastRv_ GUARDED_BY(mu_);
+  InformerStats stats_ GUARDED_BY(mu_);
+  std::jthread thread_ GUARDED_BY(mu_);
 
-  std::mutex handlerMu_;  // serializes handler calls; guards handlers_
-  std::vector<EventHandlers> handlers_;
+  base::Mutex handlerMu_;  // also serializes handler calls
+  std::vector<EventHandlers> handlers_ GUARDED_BY(handlerMu_);
 };
 
 // Shares one Informer per (resource, namespace, label selector, field selector) among the
@@ -137,8 +138,8 @@ class InformerFactory {
  private:
   using Key = std::tuple<ResourceRef, std::string, std::string, std::string>;
   Client& client_;
-  std::mutex mu_;  // guards informers_
-  std::map<Key, std::shared_ptr<Informer>> informers_;
+  base::Mutex mu_;
+  std::map<Key, std::shared_ptr<Informer>> informers_ GUARDED_BY(mu_);
 };
 
 }  // namespace strait::kube

@@ -54,19 +54,19 @@ LeaderElector::LeaderElector(Client& client, LeaderElectionConfig cfg)
     : client_(client), cfg_(std::move(cfg)) {}
 
 bool LeaderElector::isLeader() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   return leading_;
 }
 
 std::string LeaderElector::leader() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   return observedHolder_;
 }
 
 void LeaderElector::setLeader(bool leading, const std::string& holder) {
   bool changed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     leading_ = leading;
     changed = holder != observedHolder_;
     observedHolder_ = holder;
@@ -97,7 +97,7 @@ bool LeaderElector::tryAcquireOrRenew() {
                     {"leaseTransitions", 0}}}};
     auto created = client_.create(resources::kLeases, cfg_.leaseNamespace, lease);
     if (!created) return false;
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     lease_ = *created;
     observedRecord_.clear();
     observedAt_ = Steady::now();
@@ -110,7 +110,7 @@ bool LeaderElector::tryAcquireOrRenew() {
                        spec.value("leaseTransitions", json(0)).dump();
   auto steadyNow = Steady::now();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     if (record != observedRecord_) {
       observedRecord_ = record;
       observedAt_ = steadyNow;
@@ -142,7 +142,7 @@ bool LeaderElector::tryAcquireOrRenew() {
     }
     return false;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   lease_ = *updated;
   return true;
 }
@@ -150,7 +150,7 @@ bool LeaderElector::tryAcquireOrRenew() {
 void LeaderElector::release() {
   json lease;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     if (!lease_) return;
     lease = *lease_;
   }

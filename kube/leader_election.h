@@ -19,6 +19,7 @@
 #include <stop_token>
 #include <string>
 
+#include "base/thread_annotations.h"
 #include "kube/client.h"
 
 namespace strait::kube {
@@ -67,12 +68,12 @@ class LeaderElector {
   Client& client_;
   const LeaderElectionConfig cfg_;
 
-  mutable std::mutex mu_;  // guards the fields below
-  bool leading_ = false;
-  std::string observedHolder_;
-  std::string observedRecord_;  // holder + renewTime as last read
-  std::chrono::steady_clock::time_point observedAt_{};
-  std::optional<nlohmann::json> lease_;  // last lease read or written
+  mutable base::Mutex mu_;
+  bool leading_ GUARDED_BY(mu_) = false;
+  std::string observedHolder_ GUARDED_BY(mu_);
+  std::string observedRecord_ GUARDED_BY(mu_);  // holder + renewTime as last read
+  std::chrono::steady_clock::time_point observedAt_ GUARDED_BY(mu_){};
+  std::optional<nlohmann::json> lease_ GUARDED_BY(mu_);  // last lease read or written
 };
 
 }  // namespace strait::kube

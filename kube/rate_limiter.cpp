@@ -21,7 +21,7 @@ void TokenBucket::refill(std::chrono::steady_clock::time_point now) {
 
 bool TokenBucket::tryAccept() {
   if (qps_ <= 0) return true;
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   refill(clock_());
   if (tokens_ < 1) return false;
   tokens_ -= 1;
@@ -30,7 +30,7 @@ bool TokenBucket::tryAccept() {
 
 std::chrono::nanoseconds TokenBucket::reserve() {
   if (qps_ <= 0) return std::chrono::nanoseconds(0);
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   refill(clock_());
   tokens_ -= 1;
   if (tokens_ >= 0) return std::chrono::nanoseconds(0);

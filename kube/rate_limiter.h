@@ -7,6 +7,8 @@
 #include <functional>
 #include <mutex>
 
+#include "base/thread_annotations.h"
+
 namespace strait::kube {
 
 class TokenBucket {
@@ -24,14 +26,14 @@ class TokenBucket {
   void accept();
 
  private:
-  void refill(std::chrono::steady_clock::time_point now);
+  void refill(std::chrono::steady_clock::time_point now) REQUIRES(mu_);
 
   const double qps_;
   const double burst_;
   Clock clock_;
-  std::mutex mu_;  // guards the fields below
-  double tokens_;  // may go negative: outstanding reservations
-  std::chrono::steady_clock::time_point last_;
+  base::Mutex mu_;
+  double tokens_ GUARDED_BY(mu_);  // may go negative: outstanding reservations
+  std::chrono::steady_clock::time_point last_ GUARDED_BY(mu_);
 };
 
 }  // namespace strait::kube

@@ -15,6 +15,7 @@
 #include <optional>
 #include <system_error>
 
+#include "base/thread_annotations.h"
 #include "kube/api_error.h"
 
 namespace strait::kube {
@@ -36,7 +37,7 @@ class VerifyFailures {
     int ok = X509_verify_cert(ctx);
     if (ok <= 0) {
       auto* self = static_cast<VerifyFailures*>(arg);
-      std::lock_guard<std::mutex> lock(self->mu_);
+      base::MutexLock lock(self->mu_);
       self->last_ = X509_STORE_CTX_get_error(ctx);
     }
     return ok;
@@ -44,15 +45,15 @@ class VerifyFailures {
   // The last failure's X509_V_ERR code (X509_V_OK: the chain verified but the name check
   // failed), or nullopt if none was recorded since the last take().
   std::optional<int> take() {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     std::optional<int> r = last_;
     last_.reset();
     return r;
   }
 
  private:
-  std::mutex mu_;
-  std::optional<int> last_;  // guarded by mu_
+  base::Mutex mu_;
+  std::optional<int> last_ GUARDED_BY(mu_);
 };
 
 // What did not verify, in words, for a failed handshake with `server`, whose certificate had
@@ -130,13 +131,13 @@ class CppRestTransport : public Transport {
     pplx::cancellation_token_source cts;
     // The body's buffer, once the headers arrived: stop() closes it to end a blocked read.
     struct Shared {
-      std::mutex mu;
-      bool stopped = false;
-      std::optional<concurrency::streams::streambuf<uint8_t>> buf;
+      base::Mutex mu;
+      bool stopped GUARDED_BY(mu) = false;
+      std::optional<concurrency::streams::streambuf<uint8_t>> buf GUARDED_BY(mu);
     };
     auto shared = std::make_shared<Shared>();
     std::stop_callback onStop(stop, [&cts, shared] {
-      std::lock_guard<std::mutex> lock(shared->mu);
+      base::MutexLock lock(shared->mu);
       shared->stopped = true;
       cts.cancel();
       if (shared->buf) shared->buf->close(std::ios_base::in).wait();
@@ -150,7 +151,7 @@ class CppRestTransport : public Transport {
       }
       auto buf = resp.body().streambuf();
       {
-        std::lock_guard<std::mutex> lock(shared->mu);
+        base::MutexLock lock(shared->mu);
         if (shared->stopped) return Status::OK();
         shared->buf = buf;
       }

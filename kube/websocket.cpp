@@ -19,6 +19,7 @@
 #include <future>
 #include <mutex>
 
+#include "base/thread_annotations.h"
 #include "kube/http_upgrade.h"
 
 namespace strait::kube::detail {
@@ -50,12 +51,15 @@ class AsyncWebSocket final : public WebSocket {
     shutdownSocket();
     // Operations still in flight reference the stream: let them finish (the socket is shut
     // down, so they complete at once when the io_context runs).
-    std::unique_lock<std::mutex> lock(inflightMu_);
-    inflightCv_.wait_for(lock, 3s, [this] { return inflight_ == 0; });
+    base::UniqueLock lock(inflightMu_);
+    const auto deadline = std::chrono::steady_clock::now() + 3s;
+    while (inflight_ != 0) {
+      if (inflightCv_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+    }
   }
 
   bool read(std::string& message) override {
-    std::lock_guard<std::mutex> lock(readMu_);
+    base::MutexLock lock(readMu_);
     if (broken_.load()) return false;
     auto buf = std::make_shared<boost::beast::flat_buffer>();
     error_code ec;
@@ -71,7 +75,7 @@ class AsyncWebSocket final : public WebSocket {
   }
 
   bool write(std::string_view message) override {
-    std::lock_guard<std::mutex> lock(writeMu_);
+    base::MutexLock lock(writeMu_);
     if (broken_.load() || closeSent_) return false;
     error_code ec;
     bool completed = run(
@@ -88,7 +92,7 @@ class AsyncWebSocket final : public WebSocket {
   }
 
   void close() override {
-    std::lock_guard<std::mutex> lock(writeMu_);
+    base::MutexLock lock(writeMu_);
     if (closeSent_) return;
     closeSent_ = true;
     if (broken_.load()) return;
@@ -111,12 +115,12 @@ class AsyncWebSocket final : public WebSocket {
     auto promise = std::make_shared<std::promise<error_code>>();
     std::future<error_code> result = promise->get_future();
     {
-      std::lock_guard<std::mutex> lock(inflightMu_);
+      base::MutexLock lock(inflightMu_);
       ++inflight_;
     }
     auto done = [this, promise](error_code e) {
       promise->set_value(e);
-      std::lock_guard<std::mutex> lock(inflightMu_);
+      base::MutexLock lock(inflightMu_);
       --inflight_;
       inflightCv_.notify_all();
     };
@@ -143,14 +147,14 @@ class AsyncWebSocket final : public WebSocket {
   const std::string subprotocol_;
   const std::function<bool()> stopping_;
 
-  std::mutex readMu_;   // one reader at a time
-  std::mutex writeMu_;  // one writer (write or close) at a time; guards closeSent_
-  bool closeSent_ = false;
+  base::Mutex readMu_;   // one reader at a time
+  base::Mutex writeMu_;  // one writer (write or close) at a time
+  bool closeSent_ GUARDED_BY(writeMu_) = false;
   std::atomic<bool> broken_{false};
 
-  std::mutex inflightMu_;  // guards inflight_
-  std::condition_variable inflightCv_;
-  int inflight_ = 0;
+  base::Mutex inflightMu_;
+  std::condition_variable_any inflightCv_;
+  int inflight_ GUARDED_BY(inflightMu_) = 0;
 };
 
 }  // namespace

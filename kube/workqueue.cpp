@@ -21,12 +21,12 @@ void WorkQueue::addLocked(const std::string& key) {
 }
 
 void WorkQueue::add(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   addLocked(key);
 }
 
 void WorkQueue::addAfter(const std::string& key, std::chrono::nanoseconds delay) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   if (shuttingDown_) return;
   if (delay <= 0ns) {
     addLocked(key);
@@ -52,7 +52,7 @@ void WorkQueue::addAfter(const std::string& key, std::chrono::nanoseconds delay)
 std::chrono::nanoseconds WorkQueue::when(const std::string& key) {
   int n;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     n = failures_[key]++;
   }
   double perItem = static_cast<double>(std::chrono::nanoseconds(opts_.baseDelay).count()) *
@@ -65,12 +65,12 @@ std::chrono::nanoseconds WorkQueue::when(const std::string& key) {
 void WorkQueue::addRateLimited(const std::string& key) { addAfter(key, when(key)); }
 
 void WorkQueue::forget(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   failures_.erase(key);
 }
 
 int WorkQueue::numRequeues(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   auto it = failures_.find(key);
   return it == failures_.end() ? 0 : it->second;
 }
@@ -85,7 +85,7 @@ void WorkQueue::promoteDelayedLocked(TimePoint t) {
 }
 
 std::optional<std::string> WorkQueue::get() {
-  std::unique_lock<std::mutex> lock(mu_);
+  base::UniqueLock lock(mu_);
   for (;;) {
     if (!shuttingDown_) promoteDelayedLocked(now());
     if (!queue_.empty()) break;  // keys queued before a shutdown are still handed out
@@ -107,7 +107,7 @@ std::optional<std::string> WorkQueue::get() {
 }
 
 void WorkQueue::done(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   processing_.erase(key);
   if (dirty_.count(key)) {
     queue_.push_back(key);
@@ -117,12 +117,12 @@ void WorkQueue::done(const std::string& key) {
 }
 
 size_t WorkQueue::len() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   return queue_.size();
 }
 
 size_t WorkQueue::pending() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   std::set<std::string> all = dirty_;
   all.insert(processing_.begin(), processing_.end());
   for (const auto& [key, at] : delayedAt_) all.insert(key);
@@ -130,20 +130,20 @@ size_t WorkQueue::pending() const {
 }
 
 void WorkQueue::shutDown() {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   shuttingDown_ = true;
   cv_.notify_all();
 }
 
 void WorkQueue::shutDownWithDrain() {
-  std::unique_lock<std::mutex> lock(mu_);
+  base::UniqueLock lock(mu_);
   shuttingDown_ = true;  // no new work is handed out or accepted
   cv_.notify_all();
-  cv_.wait(lock, [&] { return processing_.empty() && queue_.empty(); });
+  while (!(processing_.empty() && queue_.empty())) cv_.wait(lock);
 }
 
 bool WorkQueue::shuttingDown() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   return shuttingDown_;
 }
 

@@ -25,6 +25,7 @@
 #include <set>
 #include <string>
 
+#include "base/thread_annotations.h"
 #include "kube/rate_limiter.h"
 
 namespace strait::kube {
@@ -79,21 +80,21 @@ class WorkQueue {
  private:
   using TimePoint = std::chrono::steady_clock::time_point;
   TimePoint now() const { return opts_.clock ? opts_.clock() : std::chrono::steady_clock::now(); }
-  void addLocked(const std::string& key);
-  void promoteDelayedLocked(TimePoint now);
+  void addLocked(const std::string& key) REQUIRES(mu_);
+  void promoteDelayedLocked(TimePoint now) REQUIRES(mu_);
 
   const WorkQueueOptions opts_;
   TokenBucket bucket_;
 
-  mutable std::mutex mu_;  // guards everything below
-  std::condition_variable cv_;
-  std::deque<std::string> queue_;
-  std::set<std::string> dirty_;
-  std::set<std::string> processing_;
-  std::multimap<TimePoint, std::string> delayed_;
-  std::map<std::string, TimePoint> delayedAt_;
-  std::map<std::string, int> failures_;
-  bool shuttingDown_ = false;
+  mutable base::Mutex mu_;
+  std::condition_variable_any cv_;
+  std::deque<std::string> queue_ GUARDED_BY(mu_);
+  std::set<std::string> dirty_ GUARDED_BY(mu_);
+  std::set<std::string> processing_ GUARDED_BY(mu_);
+  std::multimap<TimePoint, std::string> delayed_ GUARDED_BY(mu_);
+  std::map<std::string, TimePoint> delayedAt_ GUARDED_BY(mu_);
+  std::map<std::string, int> failures_ GUARDED_BY(mu_);
+  bool shuttingDown_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace strait::kube
