@@ -15,8 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "e2e/cluster_fixture.h"
-#include "e2e/peering_fixture.h"
+#include "e2e/offload_fixture.h"
 
 namespace strait::e2e {
 namespace {
@@ -24,84 +23,18 @@ namespace {
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-class OffloadDaemonSetTest : public ::testing::Test {
+class OffloadDaemonSetTest : public OffloadSuite {
  public:
   static void SetUpTestSuite() {
-    home_ = new Minicluster();
-    cloud_ = new Minicluster();
-    homeAgent_ = new AgentProcess();
-    cloudAgent_ = new AgentProcess();
-    error_ = home_->start("home", 60s, {"--nodes", "2", "--pod-start-latency", "200ms"});
-    if (error_.empty()) error_ = cloud_->start("cloud", 60s, {"--nodes", "2"});
-    const std::vector<std::string> common = {"--heartbeat-interval", "300ms", "--lost-after", "3s",
-                                             "--kubelet-port", "0"};
-    if (error_.empty()) {
-      std::vector<std::string> args = common;
-      args.insert(args.end(), {"--share", "1"});
-      error_ = cloudAgent_->start(cloud_->kubeconfig(), "cloud", args);
-    }
-    if (error_.empty()) error_ = homeAgent_->start(home_->kubeconfig(), "home", common);
-    if (error_.empty()) error_ = peerAndOffload();
+    OffloadSetup s;
+    s.homeArgs = {"--nodes", "2", "--pod-start-latency", "200ms"};
+    s.cloudArgs = {"--nodes", "2"};
+    s.peerArgs = {"--cpu", "8", "--memory", "16Gi", "--pods", "50"};
+    startAll(s);
   }
-  static void TearDownTestSuite() {
-    delete homeAgent_;
-    delete cloudAgent_;
-    delete home_;
-    delete cloud_;
-    homeAgent_ = cloudAgent_ = nullptr;
-    home_ = cloud_ = nullptr;
-  }
+  static void TearDownTestSuite() { stopAll(); }
 
  protected:
-  // `strait peer` home -> cloud, strait-cloud Ready, namespace demo offloaded.
-  static std::string peerAndOffload() {
-    CommandResult p = runCommand({straitBinary(), "peer", "--kubeconfig", home_->kubeconfig(),
-                                  "--remote-kubeconfig", cloud_->kubeconfig(), "--cpu", "8",
-                                  "--memory", "16Gi", "--pods", "50"},
-                                 {}, 120s);
-    if (p.exitCode != 0) return "peer: " + p.describe();
-    TempDir cache("strait-offload-ds-setup");
-    Env env = {{"KUBECACHEDIR", cache.path() + "/kcache"}, {"HOME", cache.path()}};
-    CommandResult ready;
-    if (!waitFor([&] {
-          ready = runCommand({"kubectl", "--kubeconfig", home_->kubeconfig(), "get", "node",
-                              "strait-cloud", "-o",
-                              "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"},
-                             env, 60s);
-          return ready.exitCode == 0 && ready.out == "True";
-        }, 60s)) {
-      return "virtual node strait-cloud not Ready: " + ready.describe();
-    }
-    CommandResult ns = runCommand(
-        {"kubectl", "--kubeconfig", home_->kubeconfig(), "create", "namespace", "demo"}, env, 60s);
-    if (ns.exitCode != 0) return "namespace: " + ns.describe();
-    CommandResult off = runCommand(
-        {straitBinary(), "offload", "namespace", "demo", "--kubeconfig", home_->kubeconfig()}, {},
-        120s);
-    return off.exitCode == 0 ? "" : "offload: " + off.describe();
-  }
-
-  void SetUp() override {
-    ASSERT_TRUE(error_.empty()) << error_;
-    dir_ = std::make_unique<TempDir>("strait-offload-ds-test");
-  }
-
-  CommandResult kubectl(const Minicluster& c, const std::vector<std::string>& args,
-                        const std::string& stdinText = "") {
-    std::vector<std::string> argv = {"kubectl", "--kubeconfig", c.kubeconfig()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    Env env = {{"KUBECACHEDIR", dir_->path() + "/kcache" + std::to_string(++calls_)},
-               {"HOME", dir_->path()}};
-    return runCommand(argv, env, 60s, stdinText);
-  }
-  json getJson(const Minicluster& c, const std::vector<std::string>& args) {
-    std::vector<std::string> a = args;
-    a.insert(a.end(), {"-o", "json"});
-    CommandResult r = kubectl(c, a);
-    if (r.exitCode != 0) return json();
-    json j = json::parse(r.out, nullptr, false);
-    return j.is_discarded() ? json() : j;
-  }
   static std::string daemonSet(const std::string& name) {
     return R"({"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":")" + name +
            R"(","namespace":"demo"},"spec":{"selector":{"matchLabels":{"app":")" + name +
@@ -138,21 +71,7 @@ class OffloadDaemonSetTest : public ::testing::Test {
     std::string logs = homeAgent_->logs();
     return s + "--- home agent ---\n" + (logs.size() > 4000 ? logs.substr(logs.size() - 4000) : logs);
   }
-
-  static Minicluster* home_;
-  static Minicluster* cloud_;
-  static AgentProcess* homeAgent_;
-  static AgentProcess* cloudAgent_;
-  static std::string error_;
-  std::unique_ptr<TempDir> dir_;
-  int calls_ = 0;
 };
-
-Minicluster* OffloadDaemonSetTest::home_ = nullptr;
-Minicluster* OffloadDaemonSetTest::cloud_ = nullptr;
-AgentProcess* OffloadDaemonSetTest::homeAgent_ = nullptr;
-AgentProcess* OffloadDaemonSetTest::cloudAgent_ = nullptr;
-std::string OffloadDaemonSetTest::error_;
 
 TEST_F(OffloadDaemonSetTest, TolerateAllDaemonSetRunsOnRealNodesOnlyAndIsReady) {
   CommandResult cfg = kubectl(*home_, {"get", "mutatingwebhookconfiguration", "strait-offloading",

@@ -23,8 +23,7 @@
 #include <map>
 #include <set>
 
-#include "e2e/cluster_fixture.h"
-#include "e2e/peering_fixture.h"
+#include "e2e/offload_fixture.h"
 #include "e2e/tcp_proxy.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
@@ -103,68 +102,52 @@ class NodeWriteCounter {
   std::jthread thread_;  // last: stopped and joined first
 };
 
-class OffloadPartitionTest : public ::testing::Test {
+class OffloadPartitionTest : public OffloadSuite {
  public:
   static void SetUpTestSuite() {
-    home_ = new Minicluster();
-    cloud_ = new Minicluster();
-    homeAgent_ = new AgentProcess();
-    cloudAgent_ = new AgentProcess();
     proxy_ = new TcpProxy(0);
     error_ = setUpClusters();
   }
+  // The agents talk through proxy_, which the tests cut and heal.
   static std::string setUpClusters() {
-    if (std::string e = home_->start("home", 60s, {"--nodes", "1"}); !e.empty()) return e;
-    std::string e = cloud_->start("cloud", 60s, {"--nodes", "2", "--node-cpu", "8",
-                                                 "--node-memory", "32Gi"});
-    if (!e.empty()) return e;
-    if (e = proxy_->start(); !e.empty()) return "proxy: " + e;
-    const std::vector<std::string> common = {"--heartbeat-interval", "300ms", "--lost-after",
-                                             "3s", "--kubelet-port", "0"};
-    std::vector<std::string> cloudArgs = common;
-    cloudArgs.insert(cloudArgs.end(), {"--share", "1", "--stream-keepalive", "500ms",
-                                       "--advertise",
-                                       "127.0.0.1:" + std::to_string(proxy_->port())});
-    if (e = cloudAgent_->start(cloud_->kubeconfig(), "cloud", cloudArgs); !e.empty()) return e;
-    // The proxy forwards to the port the cloud agent bound (its agent_started line).
+    OffloadSetup s;
+    s.homeArgs = {"--nodes", "1"};
+    s.cloudArgs = {"--nodes", "2", "--node-cpu", "8", "--node-memory", "32Gi"};
+    if (std::string e = startClusters(s); !e.empty()) return e;
+    if (std::string e = proxy_->start(); !e.empty()) return "proxy: " + e;
+    s.cloudAgentArgs = {"--stream-keepalive", "500ms", "--advertise",
+                        "127.0.0.1:" + std::to_string(proxy_->port())};
+    s.homeAgentArgs = {"--vnode-stream-grace", "8s"};
+    // The cloud agent first: the proxy forwards to the port it bound (its agent_started line).
+    std::vector<std::string> cloudArgs = kAgentArgs;
+    cloudArgs.insert(cloudArgs.end(), {"--share", "1"});
+    cloudArgs.insert(cloudArgs.end(), s.cloudAgentArgs.begin(), s.cloudAgentArgs.end());
+    if (std::string e = cloudAgent_->start(cloud_->kubeconfig(), "cloud", cloudArgs); !e.empty()) {
+      return e;
+    }
     int64_t port = lastField(cloudAgent_->logs(), "agent_started", "port");
     if (port <= 0) return "no port in the cloud agent's log:\n" + cloudAgent_->logs();
     proxy_->setUpstreamPort(static_cast<uint16_t>(port));
-    std::vector<std::string> homeArgs = common;
-    homeArgs.insert(homeArgs.end(), {"--vnode-stream-grace", "8s"});
-    if (e = homeAgent_->start(home_->kubeconfig(), "home", homeArgs); !e.empty()) return e;
-
-    CommandResult p = runCommand({straitBinary(), "peer", "--kubeconfig", home_->kubeconfig(),
-                                  "--remote-kubeconfig", cloud_->kubeconfig(), "--cpu", "8",
-                                  "--memory", "16Gi", "--pods", "50"},
-                                 {}, 120s);
-    if (p.exitCode != 0) return "peer: " + p.describe();
+    std::vector<std::string> homeArgs = kAgentArgs;
+    homeArgs.insert(homeArgs.end(), s.homeAgentArgs.begin(), s.homeAgentArgs.end());
+    if (std::string e = homeAgent_->start(home_->kubeconfig(), "home", homeArgs); !e.empty()) {
+      return e;
+    }
+    if (std::string e = peer({"--cpu", "8", "--memory", "16Gi", "--pods", "50"}); !e.empty()) {
+      return e;
+    }
+    if (std::string e = offloadNamespace(kNs); !e.empty()) return e;
     auto home = clientFor(home_->kubeconfig());
     if (!home) return "no client for home";
-    if (!waitFor([&] { return nodeReady(*home).first == "True"; }, 60s)) {
-      return "virtual node not Ready:\n" + homeAgent_->logs();
-    }
-    auto ns = home->create(res::kNamespaces, "",
-                           {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", kNs}}}});
-    if (!ns.ok()) return "namespace: " + ns.error().message;
-    CommandResult off = runCommand(
-        {straitBinary(), "offload", "namespace", kNs, "--kubeconfig", home_->kubeconfig()}, {},
-        120s);
-    if (off.exitCode != 0) return "offload: " + off.describe();
     auto cm = home->get(res::kConfigMaps, "strait-system", "strait-agent");
     if (!cm.ok()) return "strait-agent ConfigMap: " + cm.error().message;
     remoteNs_ = std::string(kNs) + "-" + cm->value("/data/clusterID"_json_pointer, std::string());
     return "";
   }
   static void TearDownTestSuite() {
-    delete homeAgent_;
-    delete cloudAgent_;
+    stopAll();
     delete proxy_;
-    delete home_;
-    delete cloud_;
-    homeAgent_ = cloudAgent_ = nullptr;
     proxy_ = nullptr;
-    home_ = cloud_ = nullptr;
   }
 
   // The virtual node's Ready (status, reason); ("", "") when it cannot be read.
@@ -181,8 +164,8 @@ class OffloadPartitionTest : public ::testing::Test {
 
  protected:
   void SetUp() override {
-    ASSERT_EQ(error_, "") << error_;
-    dir_ = std::make_unique<TempDir>("strait-partition-test");
+    OffloadSuite::SetUp();
+    if (HasFatalFailure()) return;
     home = clientFor(home_->kubeconfig());
     cloud = clientFor(cloud_->kubeconfig());
     ASSERT_TRUE(home && cloud);
@@ -191,11 +174,7 @@ class OffloadPartitionTest : public ::testing::Test {
 
   // kubectl against home with a fresh cache dir.
   CommandResult kubectl(const std::vector<std::string>& args, const std::string& stdinText = "") {
-    std::vector<std::string> argv = {"kubectl", "--kubeconfig", home_->kubeconfig()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    Env env = {{"KUBECACHEDIR", dir_->path() + "/kcache" + std::to_string(++kubectlRuns_)},
-               {"HOME", dir_->path()}};
-    return runCommand(argv, env, 60s, stdinText);
+    return OffloadSuite::kubectl(*home_, args, stdinText);
   }
 
   // Local Pods of namespace part with label `selector`, by name.
@@ -302,24 +281,12 @@ class OffloadPartitionTest : public ::testing::Test {
     return d.dump();
   }
 
-  static Minicluster* home_;
-  static Minicluster* cloud_;
-  static AgentProcess* homeAgent_;
-  static AgentProcess* cloudAgent_;
   static TcpProxy* proxy_;
-  static std::string error_;
   static std::string remoteNs_;
-  std::unique_ptr<TempDir> dir_;
   std::unique_ptr<kube::Client> home, cloud;
-  int kubectlRuns_ = 0;
 };
 
-Minicluster* OffloadPartitionTest::home_ = nullptr;
-Minicluster* OffloadPartitionTest::cloud_ = nullptr;
-AgentProcess* OffloadPartitionTest::homeAgent_ = nullptr;
-AgentProcess* OffloadPartitionTest::cloudAgent_ = nullptr;
 TcpProxy* OffloadPartitionTest::proxy_ = nullptr;
-std::string OffloadPartitionTest::error_;
 std::string OffloadPartitionTest::remoteNs_;
 
 TEST_F(OffloadPartitionTest, ShortPartitionKeepsPodsAndSyncsOnlyTheDifference) {

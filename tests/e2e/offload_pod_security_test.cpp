@@ -14,8 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "e2e/cluster_fixture.h"
-#include "e2e/peering_fixture.h"
+#include "e2e/offload_fixture.h"
 
 namespace strait::e2e {
 namespace {
@@ -23,84 +22,25 @@ namespace {
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-const std::vector<std::string> kAgentArgs = {"--heartbeat-interval", "300ms", "--lost-after",
-                                             "3s", "--kubelet-port", "0"};
 
-class OffloadPodSecurityTest : public ::testing::Test {
+class OffloadPodSecurityTest : public OffloadSuite {
  public:
   static void SetUpTestSuite() {
-    error_.clear();
-    home_ = new Minicluster();
-    cloud_ = new Minicluster();
-    homeAgent_ = new AgentProcess();
-    cloudAgent_ = new AgentProcess();
-    error_ = home_->start("home", 60s, {"--nodes", "1"});
-    if (error_.empty()) error_ = cloud_->start("cloud", 60s, {"--nodes", "1"});
-    if (error_.empty()) {
-      std::vector<std::string> args = kAgentArgs;
-      args.insert(args.end(), {"--share", "1"});
-      error_ = cloudAgent_->start(cloud_->kubeconfig(), "cloud", args);
-    }
-    if (error_.empty()) error_ = homeAgent_->start(home_->kubeconfig(), "home", kAgentArgs);
-    if (error_.empty()) {
-      CommandResult p = runCommand({straitBinary(), "peer", "--kubeconfig", home_->kubeconfig(),
-                                    "--remote-kubeconfig", cloud_->kubeconfig(), "--cpu", "4",
-                                    "--memory", "8Gi", "--pods", "20"},
-                                   {}, 120s);
-      if (p.exitCode != 0) error_ = "peer: " + p.describe();
-    }
+    OffloadSetup s;
+    s.homeArgs = {"--nodes", "1"};
+    s.cloudArgs = {"--nodes", "1"};
+    s.peerArgs = {"--cpu", "4", "--memory", "8Gi", "--pods", "20"};
+    s.namespaces = {};
+    startAll(s);
   }
-  static void TearDownTestSuite() {
-    delete homeAgent_;
-    delete cloudAgent_;
-    delete home_;
-    delete cloud_;
-    homeAgent_ = cloudAgent_ = nullptr;
-    home_ = cloud_ = nullptr;
-  }
+  static void TearDownTestSuite() { stopAll(); }
 
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(error_.empty()) << error_;
-    dir_ = std::make_unique<TempDir>("strait-pod-security-test");
-  }
-
-  CommandResult strait(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {straitBinary()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return runCommand(argv, {}, 120s);
-  }
-  CommandResult kubectl(const Minicluster& c, const std::vector<std::string>& args,
-                        const std::string& stdinText = "") {
-    std::vector<std::string> argv = {"kubectl", "--kubeconfig", c.kubeconfig()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    Env env = {{"KUBECACHEDIR", dir_->path() + "/kcache" + std::to_string(++calls_)},
-               {"HOME", dir_->path()}};
-    return runCommand(argv, env, 60s, stdinText);
-  }
-  json getJson(const Minicluster& c, const std::vector<std::string>& args) {
-    std::vector<std::string> a = args;
-    a.insert(a.end(), {"-o", "json"});
-    CommandResult r = kubectl(c, a);
-    if (r.exitCode != 0) return json();
-    json j = json::parse(r.out, nullptr, false);
-    return j.is_discarded() ? json() : j;
-  }
   // The string at `pointer` in `j`; "" when `j` is not an object or has none there.
   static std::string at(const json& j, const char* pointer) {
     if (!j.is_object()) return "";
     json::json_pointer ptr(pointer);
     return j.contains(ptr) && j[ptr].is_string() ? j[ptr].get<std::string>() : "";
-  }
-  bool vnodeReady() {
-    CommandResult r = kubectl(*home_, {"get", "node", "strait-cloud", "-o",
-                                       "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"});
-    return r.exitCode == 0 && r.out == "True";
-  }
-  std::string consumerId() {
-    return kubectl(*home_, {"get", "configmap", "-n", "strait-system", "strait-agent", "-o",
-                            "jsonpath={.data.clusterID}"})
-        .out;
   }
   // The Pod a hostile consumer user writes: the host's network, PIDs and root filesystem.
   static json privilegedPod(const std::string& ns, const std::string& name) {
@@ -125,23 +65,10 @@ class OffloadPodSecurityTest : public ::testing::Test {
            tail(cloudAgent_->logs());
   }
 
-  static Minicluster* home_;
-  static Minicluster* cloud_;
-  static AgentProcess* homeAgent_;
-  static AgentProcess* cloudAgent_;
-  static std::string error_;
-  std::unique_ptr<TempDir> dir_;
-  int calls_ = 0;
 };
 
-Minicluster* OffloadPodSecurityTest::home_ = nullptr;
-Minicluster* OffloadPodSecurityTest::cloud_ = nullptr;
-AgentProcess* OffloadPodSecurityTest::homeAgent_ = nullptr;
-AgentProcess* OffloadPodSecurityTest::cloudAgent_ = nullptr;
-std::string OffloadPodSecurityTest::error_;
-
 TEST_F(OffloadPodSecurityTest, ProviderRefusesAPrivilegedPodThenAdmitsItWhenPrivilegedIsAllowed) {
-  ASSERT_TRUE(waitFor([&] { return vnodeReady(); }, 60s)) << diagnostics();
+  ASSERT_TRUE(waitFor([&] { return vnodeReady() == "True"; }, 60s)) << diagnostics();
   ASSERT_EQ(kubectl(*home_, {"create", "namespace", "web"}).exitCode, 0);
   CommandResult off = strait({"offload", "namespace", "web", "--kubeconfig", home_->kubeconfig()});
   ASSERT_EQ(off.exitCode, 0) << off.describe();

@@ -1,0 +1,166 @@
+// The offloading suites' shared setup (see offload_fixture.h).
+#include "e2e/offload_fixture.h"
+
+namespace strait::e2e {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+const std::vector<std::string> OffloadSuite::kAgentArgs = {
+    "--heartbeat-interval", "300ms", "--lost-after", "3s", "--kubelet-port", "0"};
+
+Minicluster* OffloadSuite::home_ = nullptr;
+Minicluster* OffloadSuite::cloud_ = nullptr;
+AgentProcess* OffloadSuite::homeAgent_ = nullptr;
+AgentProcess* OffloadSuite::cloudAgent_ = nullptr;
+std::string OffloadSuite::error_;
+
+namespace {
+
+// kubectl against `kubeconfig` with a throw-away discovery cache.
+CommandResult setupKubectl(const std::string& kubeconfig, const std::vector<std::string>& args) {
+  TempDir cache("strait-offload-setup");
+  std::vector<std::string> argv = {"kubectl", "--kubeconfig", kubeconfig};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return runCommand(argv, {{"KUBECACHEDIR", cache.path() + "/kcache"}, {"HOME", cache.path()}},
+                    60s);
+}
+
+}  // namespace
+
+std::string OffloadSuite::startAll(const OffloadSetup& setup) {
+  error_ = startClusters(setup);
+  if (error_.empty()) error_ = startAgents(setup);
+  if (error_.empty() && setup.peer) error_ = peer(setup.peerArgs);
+  for (const std::string& ns : setup.namespaces) {
+    if (!error_.empty() || !setup.peer) break;
+    error_ = offloadNamespace(ns);
+  }
+  return error_;
+}
+
+void OffloadSuite::stopAll() {
+  delete homeAgent_;
+  delete cloudAgent_;
+  delete home_;
+  delete cloud_;
+  homeAgent_ = cloudAgent_ = nullptr;
+  home_ = cloud_ = nullptr;
+}
+
+std::string OffloadSuite::startClusters(const OffloadSetup& setup) {
+  error_.clear();
+  home_ = new Minicluster();
+  cloud_ = new Minicluster();
+  homeAgent_ = new AgentProcess();
+  cloudAgent_ = new AgentProcess();
+  if (std::string e = home_->start("home", 60s, setup.homeArgs); !e.empty()) return "home: " + e;
+  if (std::string e = cloud_->start("cloud", 60s, setup.cloudArgs); !e.empty()) {
+    return "cloud: " + e;
+  }
+  return "";
+}
+
+std::string OffloadSuite::startAgents(const OffloadSetup& setup) {
+  std::vector<std::string> cloudArgs = kAgentArgs;
+  cloudArgs.insert(cloudArgs.end(), {"--share", "1"});
+  cloudArgs.insert(cloudArgs.end(), setup.cloudAgentArgs.begin(), setup.cloudAgentArgs.end());
+  if (std::string e = cloudAgent_->start(cloud_->kubeconfig(), "cloud", cloudArgs); !e.empty()) {
+    return "cloud agent: " + e;
+  }
+  std::vector<std::string> homeArgs = kAgentArgs;
+  homeArgs.insert(homeArgs.end(), setup.homeAgentArgs.begin(), setup.homeAgentArgs.end());
+  if (std::string e = homeAgent_->start(home_->kubeconfig(), "home", homeArgs); !e.empty()) {
+    return "home agent: " + e;
+  }
+  return "";
+}
+
+std::string OffloadSuite::peer(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {straitBinary(), "peer", "--kubeconfig", home_->kubeconfig(),
+                                   "--remote-kubeconfig", cloud_->kubeconfig()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CommandResult p = runCommand(argv, {}, 120s);
+  if (p.exitCode != 0) return "peer: " + p.describe();
+  return waitVirtualNodeReady();
+}
+
+std::string OffloadSuite::waitVirtualNodeReady(std::chrono::milliseconds deadline) {
+  CommandResult ready;
+  if (!waitFor([&] {
+        ready = setupKubectl(home_->kubeconfig(),
+                             {"get", "node", kVirtualNode, "-o",
+                              "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"});
+        return ready.exitCode == 0 && ready.out == "True";
+      }, deadline)) {
+    return std::string("virtual node ") + kVirtualNode + " not Ready: " + ready.describe() +
+           agentLogs();
+  }
+  return "";
+}
+
+std::string OffloadSuite::offloadNamespace(const std::string& ns,
+                                           const std::vector<std::string>& extraArgs) {
+  CommandResult exists = setupKubectl(home_->kubeconfig(), {"get", "namespace", ns});
+  if (exists.exitCode != 0) {
+    CommandResult c = setupKubectl(home_->kubeconfig(), {"create", "namespace", ns});
+    if (c.exitCode != 0) return "namespace " + ns + ": " + c.describe();
+  }
+  std::vector<std::string> argv = {straitBinary(), "offload", "namespace", ns, "--kubeconfig",
+                                   home_->kubeconfig()};
+  argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
+  CommandResult off = runCommand(argv, {}, 120s);
+  return off.exitCode == 0 ? "" : "offload " + ns + ": " + off.describe();
+}
+
+void OffloadSuite::SetUp() {
+  ASSERT_TRUE(error_.empty()) << error_;
+  dir_ = std::make_unique<TempDir>("strait-offload-test");
+}
+
+CommandResult OffloadSuite::strait(const std::vector<std::string>& args,
+                                   std::chrono::milliseconds timeout) const {
+  std::vector<std::string> argv = {straitBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return runCommand(argv, {}, timeout);
+}
+
+CommandResult OffloadSuite::kubectl(const Minicluster& c, const std::vector<std::string>& args,
+                                    const std::string& stdinText) {
+  std::vector<std::string> argv = {"kubectl", "--kubeconfig", c.kubeconfig()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Env env = {{"KUBECACHEDIR", dir_->path() + "/kcache" + std::to_string(++kubectlCalls_)},
+             {"HOME", dir_->path()}};
+  return runCommand(argv, env, 60s, stdinText);
+}
+
+json OffloadSuite::getJson(const Minicluster& c, const std::vector<std::string>& args) {
+  std::vector<std::string> a = args;
+  a.insert(a.end(), {"-o", "json"});
+  CommandResult r = kubectl(c, a);
+  if (r.exitCode != 0) return json();
+  json j = json::parse(r.out, nullptr, false);
+  return j.is_discarded() ? json() : j;
+}
+
+std::string OffloadSuite::vnodeReady() {
+  CommandResult r = kubectl(*home_, {"get", "node", kVirtualNode, "-o",
+                                     "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"});
+  return r.exitCode == 0 ? r.out : "";
+}
+
+std::string OffloadSuite::consumerId() {
+  return kubectl(*home_, {"get", "configmap", "-n", "strait-system", "strait-agent", "-o",
+                          "jsonpath={.data.clusterID}"})
+      .out;
+}
+
+std::string OffloadSuite::agentLogs() {
+  auto tail = [](const std::string& s) { return s.size() > 6000 ? s.substr(s.size() - 6000) : s; };
+  std::string out;
+  if (homeAgent_) out += "\n--- home agent ---\n" + tail(homeAgent_->logs());
+  if (cloudAgent_) out += "\n--- cloud agent ---\n" + tail(cloudAgent_->logs());
+  return out;
+}
+
+}  // namespace strait::e2e
