@@ -21,15 +21,27 @@ using kube::Code;
 
 constexpr const char* kUnreachable = "node.kubernetes.io/unreachable";
 constexpr const char* kNotReady = "node.kubernetes.io/not-ready";
+constexpr const char* kNetworkUnavailable = "node.kubernetes.io/network-unavailable";
 constexpr const char* kLeasePrefix = "/coordination.k8s.io/leases/kube-node-lease/";
 
 struct Health {
   std::string heartbeat;   // Ready.lastHeartbeatTime last seen
   std::string renewTime;   // lease renewTime last seen
   std::string readyStatus; // True / False / Unknown
+  bool networkUnavailable = false;  // condition NetworkUnavailable=True
   Steady::time_point probe;
   bool taintsSynced = false;
 };
+
+// The status of condition `type`, "" when the node has none.
+std::string conditionStatus(const json& node, const char* type) {
+  const json& st = node.value("status", json::object());
+  if (!st.is_object() || !st.contains("conditions") || !st["conditions"].is_array()) return "";
+  for (const auto& c : st["conditions"]) {
+    if (c.is_object() && c.value("type", "") == type) return c.value("status", "");
+  }
+  return "";
+}
 
 std::string readyOf(const json& node, std::string* heartbeat) {
   const json& st = node.value("status", json::object());
@@ -105,9 +117,13 @@ class NodeLifecycleImpl : public NodeLifecycleController {
     auto [it, inserted] = health_.try_emplace(name);
     Health& h = it->second;
     if (inserted || hb != h.heartbeat) h.probe = Steady::now();
-    if (inserted || ready != h.readyStatus) h.taintsSynced = false;
+    const bool networkUnavailable = conditionStatus(node, "NetworkUnavailable") == "True";
+    if (inserted || ready != h.readyStatus || networkUnavailable != h.networkUnavailable) {
+      h.taintsSynced = false;
+    }
     h.heartbeat = hb;
     h.readyStatus = ready;
+    h.networkUnavailable = networkUnavailable;
   }
 
   void observeLease(const Object& o) {
@@ -130,7 +146,7 @@ class NodeLifecycleImpl : public NodeLifecycleController {
         h.readyStatus = "Unknown";
         h.taintsSynced = false;
       }
-      if (!h.taintsSynced) h.taintsSynced = syncTaints(name, h.readyStatus);
+      if (!h.taintsSynced) h.taintsSynced = syncTaints(name, h);
     }
   }
 
@@ -187,8 +203,11 @@ class NodeLifecycleImpl : public NodeLifecycleController {
     }
   }
 
-  // Makes the node's condition taints match `ready`; true when done.
-  bool syncTaints(const std::string& name, const std::string& ready) {
+  // Makes the node's condition taints match its health, as upstream's node lifecycle
+  // controller does: Ready=Unknown -> unreachable, Ready=False -> not-ready (NoSchedule and
+  // NoExecute), NetworkUnavailable=True -> network-unavailable (NoSchedule). True when done.
+  bool syncTaints(const std::string& name, const Health& h) {
+    const std::string& ready = h.readyStatus;
     std::string want = ready == "Unknown" ? kUnreachable : ready == "False" ? kNotReady : "";
     std::string nowS = kube::rfc3339Now();
     auto r = rest_.mutate(*nodes_, "", name, "", [&](json& node) -> kube::Status {
@@ -197,8 +216,14 @@ class NodeLifecycleImpl : public NodeLifecycleController {
       json taints = spec.value("taints", json::array());
       json kept = json::array();
       bool have[2] = {false, false};
+      bool haveNetwork = false;
       for (const auto& t : taints) {
         std::string key = t.value("key", "");
+        if (key == kNetworkUnavailable) {
+          if (h.networkUnavailable && !haveNetwork) kept.push_back(t);
+          haveNetwork = haveNetwork || h.networkUnavailable;
+          continue;
+        }
         if (key != kUnreachable && key != kNotReady) {
           kept.push_back(t);
           continue;
@@ -210,6 +235,9 @@ class NodeLifecycleImpl : public NodeLifecycleController {
       if (!want.empty()) {
         if (!have[0]) kept.push_back({{"key", want}, {"effect", "NoSchedule"}});
         if (!have[1]) kept.push_back({{"key", want}, {"effect", "NoExecute"}, {"timeAdded", nowS}});
+      }
+      if (h.networkUnavailable && !haveNetwork) {
+        kept.push_back({{"key", kNetworkUnavailable}, {"effect", "NoSchedule"}});
       }
       if (kept.empty()) {
         spec.erase("taints");

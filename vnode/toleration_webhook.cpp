@@ -18,7 +18,8 @@ const json* childObject(const json& j, const char* key) {
   return it != j.end() && it->is_object() ? &*it : nullptr;
 }
 
-bool tolerates(const json& spec, const TolerationWebhookConfig& c) {
+// Whether `spec` tolerates the taint `key` with `effect` (any value).
+bool tolerates(const json& spec, const std::string& taintKey, const std::string& taintEffect) {
   auto it = spec.find("tolerations");
   if (it == spec.end() || !it->is_array()) return false;
   for (const json& t : *it) {
@@ -26,8 +27,8 @@ bool tolerates(const json& spec, const TolerationWebhookConfig& c) {
     std::string key = t.value("key", "");
     std::string op = t.value("operator", "Equal");
     std::string effect = t.value("effect", "");
-    bool keyOk = (key.empty() && op == "Exists") || key == c.taintKey;
-    bool effectOk = effect.empty() || effect == c.taintEffect;
+    bool keyOk = (key.empty() && op == "Exists") || key == taintKey;
+    bool effectOk = effect.empty() || effect == taintEffect;
     bool valueOk = op == "Exists" || t.value("value", "") == "true";
     if (keyOk && effectOk && valueOk) return true;
   }
@@ -72,13 +73,21 @@ json tolerationPatch(const json& pod, const Offloading& o, const TolerationWebho
   json ops = json::array();
   const json* spec = childObject(pod, "spec");
   if (!o.offloaded || !spec || reflection::isDaemonSetPod(pod)) return ops;
-  if (!c.taintEffect.empty() && !tolerates(*spec, c)) {
-    json tol = {{"key", c.taintKey}, {"operator", "Exists"}, {"effect", c.taintEffect}};
-    auto it = spec->find("tolerations");
-    if (it == spec->end() || !it->is_array()) {
-      ops.push_back({{"op", "add"}, {"path", "/spec/tolerations"}, {"value", json::array({tol})}});
-    } else {
-      ops.push_back({{"op", "add"}, {"path", "/spec/tolerations/-"}, {"value", tol}});
+  json missing = json::array();
+  if (!c.taintEffect.empty() && !tolerates(*spec, c.taintKey, c.taintEffect)) {
+    missing.push_back({{"key", c.taintKey}, {"operator", "Exists"}, {"effect", c.taintEffect}});
+  }
+  if (c.tolerateNetworkUnavailable &&
+      !tolerates(*spec, kNetworkUnavailableTaint, "NoSchedule")) {
+    missing.push_back(
+        {{"key", kNetworkUnavailableTaint}, {"operator", "Exists"}, {"effect", "NoSchedule"}});
+  }
+  auto it = spec->find("tolerations");
+  if (!missing.empty() && (it == spec->end() || !it->is_array())) {
+    ops.push_back({{"op", "add"}, {"path", "/spec/tolerations"}, {"value", missing}});
+  } else {
+    for (json& tol : missing) {
+      ops.push_back({{"op", "add"}, {"path", "/spec/tolerations/-"}, {"value", std::move(tol)}});
     }
   }
   if (!o.provider.empty()) {

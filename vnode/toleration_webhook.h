@@ -3,6 +3,10 @@
 // it). For a Pod created in a namespace offloaded to a provider (offloading.h) it adds:
 //  - the toleration for the virtual node's taint (key virtual-node.strait.io/not-allowed,
 //    operator Exists, the configured effect), unless the Pod already tolerates it;
+//  - the toleration for node.kubernetes.io/network-unavailable:NoSchedule: a virtual node
+//    whose peering has no tunnel says NetworkUnavailable=True, which the node lifecycle
+//    controller turns into that taint; offloaded Pods still run in the provider then (their
+//    traffic does not cross), so they tolerate it;
 //  - when the offloading names one provider, a required node affinity restricting the Pod
 //    to that provider's virtual node or to real nodes: every existing required term T
 //    becomes two terms, T + "strait.io/remote-cluster-id DoesNotExist" and
@@ -22,9 +26,12 @@
 
 namespace strait::vnode {
 
+inline constexpr const char* kNetworkUnavailableTaint = "node.kubernetes.io/network-unavailable";
+
 struct TolerationWebhookConfig {
   std::string taintKey = "virtual-node.strait.io/not-allowed";
   std::string taintEffect = "NoExecute";  // "" = the virtual nodes carry no taint
+  bool tolerateNetworkUnavailable = true;
 };
 
 // RFC 6902 operations for `pod` under `offloading` (empty array: nothing to change).

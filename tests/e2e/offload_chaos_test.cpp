@@ -17,8 +17,7 @@
 #include <set>
 #include <sstream>
 
-#include "e2e/cluster_fixture.h"
-#include "e2e/peering_fixture.h"
+#include "e2e/offload_fixture.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
 #include "kube/object.h"
@@ -72,71 +71,20 @@ PodView viewOf(const json& p) {
   return v;
 }
 
-class OffloadChaosTest : public ::testing::Test {
+class OffloadChaosTest : public OffloadSuite {
  public:
   static void SetUpTestSuite() {
-    error_.clear();
-    home_ = new Minicluster();
-    cloud_ = new Minicluster();
-    homeAgent_ = new AgentProcess();
-    cloudAgent_ = new AgentProcess();
-    error_ = home_->start("home", 60s, {"--nodes", "1", "--node-cpu", "2", "--node-memory", "8Gi"});
-    if (error_.empty()) {
-      error_ = cloud_->start("cloud", 60s, {"--nodes", "4", "--node-cpu", "8", "--node-memory", "32Gi"});
-    }
-    const std::vector<std::string> common = {"--heartbeat-interval", "300ms", "--lost-after", "3s",
-                                             "--kubelet-port", "0"};
-    if (error_.empty()) {
-      std::vector<std::string> args = common;
-      args.insert(args.end(), {"--share", "1"});
-      error_ = cloudAgent_->start(cloud_->kubeconfig(), "cloud", args);
-    }
-    if (error_.empty()) error_ = homeAgent_->start(home_->kubeconfig(), "home", common);
-    if (error_.empty()) error_ = peerAndOffload();
+    OffloadSetup s;
+    s.homeArgs = {"--nodes", "1", "--node-cpu", "2", "--node-memory", "8Gi"};
+    s.namespaces = {"chaos-consumer", "chaos-provider"};
+    startAll(s);
   }
-  static void TearDownTestSuite() {
-    delete homeAgent_;
-    delete cloudAgent_;
-    delete home_;
-    delete cloud_;
-    homeAgent_ = cloudAgent_ = nullptr;
-    home_ = cloud_ = nullptr;
-  }
+  static void TearDownTestSuite() { stopAll(); }
 
  protected:
-  // `strait peer` home -> cloud, the virtual node Ready, both test namespaces offloaded.
-  static std::string peerAndOffload() {
-    CommandResult p = runCommand({straitBinary(), "peer", "--kubeconfig", home_->kubeconfig(),
-                                  "--remote-kubeconfig", cloud_->kubeconfig(), "--cpu", "32",
-                                  "--memory", "64Gi", "--pods", "100"},
-                                 {}, 120s);
-    if (p.exitCode != 0) return "peer: " + p.describe();
-    TempDir cache("strait-chaos-setup");
-    Env env = {{"KUBECACHEDIR", cache.path() + "/kcache"}, {"HOME", cache.path()}};
-    CommandResult ready;
-    if (!waitFor([&] {
-          ready = runCommand({"kubectl", "--kubeconfig", home_->kubeconfig(), "get", "node", kVnode,
-                              "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"},
-                             env);
-          return ready.exitCode == 0 && ready.out == "True";
-        }, 60s)) {
-      return "virtual node strait-cloud not Ready: " + ready.describe();
-    }
-    for (const char* ns : {"chaos-consumer", "chaos-provider"}) {
-      CommandResult c = runCommand({"kubectl", "--kubeconfig", home_->kubeconfig(), "create",
-                                    "namespace", ns}, env);
-      if (c.exitCode != 0) return std::string("namespace ") + ns + ": " + c.describe();
-      CommandResult off = runCommand(
-          {straitBinary(), "offload", "namespace", ns, "--kubeconfig", home_->kubeconfig()}, {},
-          120s);
-      if (off.exitCode != 0) return "offload: " + off.describe();
-    }
-    return "";
-  }
-
   void SetUp() override {
-    ASSERT_TRUE(error_.empty()) << error_;
-    dir_ = std::make_unique<TempDir>("strait-chaos-test");
+    OffloadSuite::SetUp();
+    if (HasFatalFailure()) return;
     home = clientFor(home_->kubeconfig());
     cloud = clientFor(cloud_->kubeconfig());
     ASSERT_TRUE(home && cloud);
@@ -147,22 +95,20 @@ class OffloadChaosTest : public ::testing::Test {
   }
 
   CommandResult kubectl(const std::vector<std::string>& args, const std::string& stdinText = "") {
-    std::vector<std::string> argv = {"kubectl", "--kubeconfig", home_->kubeconfig()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    Env env = {{"KUBECACHEDIR", dir_->path() + "/kcache" + std::to_string(++kubectlRuns_)},
-               {"HOME", dir_->path()}};
-    return runCommand(argv, env, 60s, stdinText);
+    return OffloadSuite::kubectl(*home_, args, stdinText);
   }
 
-  // A Deployment whose Pods all go to the virtual node (nodeSelector + toleration written
-  // out, so the burst does not depend on the webhook of the agent being killed).
+  // A Deployment whose Pods all go to the virtual node (nodeSelector + tolerations written
+  // out, so the burst does not depend on the webhook of the agent being killed: the virtual
+  // node's own taint, and network-unavailable, which a virtual node without a tunnel has).
   static std::string deployment(const std::string& ns, int replicas) {
     return R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"burst","namespace":")" +
            ns + R"("},"spec":{"replicas":)" + std::to_string(replicas) +
            R"(,"selector":{"matchLabels":{"app":"burst"}},
         "template":{"metadata":{"labels":{"app":"burst"}},"spec":{"terminationGracePeriodSeconds":1,
           "nodeSelector":{"kubernetes.io/hostname":"strait-cloud"},
-          "tolerations":[{"key":"virtual-node.strait.io/not-allowed","operator":"Exists"}],
+          "tolerations":[{"key":"virtual-node.strait.io/not-allowed","operator":"Exists"},
+            {"key":"node.kubernetes.io/network-unavailable","operator":"Exists","effect":"NoSchedule"}],
           "containers":[{"name":"c","image":"nginx:1.27",
             "resources":{"requests":{"cpu":"100m","memory":"32Mi"}}}]}}}})";
   }
@@ -307,22 +253,9 @@ class OffloadChaosTest : public ::testing::Test {
                      << diagnostics();
   }
 
-  static Minicluster* home_;
-  static Minicluster* cloud_;
-  static AgentProcess* homeAgent_;
-  static AgentProcess* cloudAgent_;
-  static std::string error_;
-  std::unique_ptr<TempDir> dir_;
   std::unique_ptr<kube::Client> home, cloud;
   std::string consumerId_;
-  int kubectlRuns_ = 0;
 };
-
-Minicluster* OffloadChaosTest::home_ = nullptr;
-Minicluster* OffloadChaosTest::cloud_ = nullptr;
-AgentProcess* OffloadChaosTest::homeAgent_ = nullptr;
-AgentProcess* OffloadChaosTest::cloudAgent_ = nullptr;
-std::string OffloadChaosTest::error_;
 
 TEST_F(OffloadChaosTest, KilledConsumerAgentConvergesWithoutDuplicatesOrLosses) {
   killDuringBurstAndConverge(*homeAgent_, "consumer", "chaos-consumer");

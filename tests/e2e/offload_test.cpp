@@ -15,8 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "e2e/cluster_fixture.h"
-#include "e2e/peering_fixture.h"
+#include "e2e/offload_fixture.h"
 
 namespace strait::e2e {
 namespace {
@@ -24,101 +23,13 @@ namespace {
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-class OffloadTest : public ::testing::Test {
+class OffloadTest : public OffloadSuite {
  public:
-  static void SetUpTestSuite() {
-    error_.clear();
-    home_ = new Minicluster();
-    cloud_ = new Minicluster();
-    homeAgent_ = new AgentProcess();
-    cloudAgent_ = new AgentProcess();
-    error_ = home_->start("home", 60s, {"--nodes", "2", "--node-cpu", "2", "--node-memory", "8Gi"});
-    if (error_.empty()) {
-      error_ = cloud_->start("cloud", 60s, {"--nodes", "4", "--node-cpu", "8", "--node-memory", "32Gi"});
-    }
-    const std::vector<std::string> common = {"--heartbeat-interval", "300ms", "--lost-after", "3s",
-                                             "--kubelet-port", "0"};
-    if (error_.empty()) {
-      std::vector<std::string> args = common;
-      args.insert(args.end(), {"--share", "1"});
-      error_ = cloudAgent_->start(cloud_->kubeconfig(), "cloud", args);
-    }
-    if (error_.empty()) error_ = homeAgent_->start(home_->kubeconfig(), "home", common);
-    // Here rather than in the first test: ctest runs each test in a process of its own.
-    if (error_.empty()) error_ = peerAndOffload();
-  }
-  // `strait peer` home -> cloud, the virtual node Ready, namespace demo offloaded.
-  static std::string peerAndOffload() {
-    CommandResult p = runCommand({straitBinary(), "peer", "--kubeconfig", home_->kubeconfig(),
-                                  "--remote-kubeconfig", cloud_->kubeconfig(), "--cpu", "32",
-                                  "--memory", "64Gi", "--pods", "100"},
-                                 {}, 120s);
-    if (p.exitCode != 0) return "peer: " + p.describe();
-    TempDir cache("strait-offload-setup");
-    auto kc = [&](const std::vector<std::string>& args) {
-      std::vector<std::string> argv = {"kubectl", "--kubeconfig", home_->kubeconfig()};
-      argv.insert(argv.end(), args.begin(), args.end());
-      return runCommand(argv, {{"KUBECACHEDIR", cache.path() + "/kcache"}, {"HOME", cache.path()}},
-                        60s);
-    };
-    CommandResult ready;
-    if (!waitFor([&] {
-          ready = kc({"get", "node", "strait-cloud", "-o",
-                      "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"});
-          return ready.exitCode == 0 && ready.out == "True";
-        }, 60s)) {
-      return "virtual node strait-cloud not Ready: " + ready.describe();
-    }
-    CommandResult ns = kc({"create", "namespace", "demo"});
-    if (ns.exitCode != 0) return "namespace: " + ns.describe();
-    CommandResult off = runCommand(
-        {straitBinary(), "offload", "namespace", "demo", "--kubeconfig", home_->kubeconfig()}, {},
-        120s);
-    return off.exitCode == 0 ? "" : "offload: " + off.describe();
-  }
-  static void TearDownTestSuite() {
-    delete homeAgent_;
-    delete cloudAgent_;
-    delete home_;
-    delete cloud_;
-    homeAgent_ = cloudAgent_ = nullptr;
-    home_ = cloud_ = nullptr;
-  }
+  static void SetUpTestSuite() { startAll(OffloadSetup{}); }
+  static void TearDownTestSuite() { stopAll(); }
 
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(error_.empty()) << error_;
-    dir_ = std::make_unique<TempDir>("strait-offload-test");
-  }
-
-  CommandResult strait(const std::vector<std::string>& args, std::chrono::milliseconds t = 120s) {
-    std::vector<std::string> argv = {straitBinary()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return runCommand(argv, {}, t);
-  }
-  CommandResult kubectl(const Minicluster& c, const std::vector<std::string>& args,
-                        const std::string& stdinText = "") {
-    static int n = 0;
-    std::vector<std::string> argv = {"kubectl", "--kubeconfig", c.kubeconfig()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    Env env = {{"KUBECACHEDIR", dir_->path() + "/kcache" + std::to_string(++n)},
-               {"HOME", dir_->path()}};
-    return runCommand(argv, env, 60s, stdinText);
-  }
-  json getJson(const Minicluster& c, const std::vector<std::string>& args) {
-    std::vector<std::string> a = args;
-    a.insert(a.end(), {"-o", "json"});
-    CommandResult r = kubectl(c, a);
-    if (r.exitCode != 0) return json();
-    json j = json::parse(r.out, nullptr, false);
-    return j.is_discarded() ? json() : j;
-  }
-  std::string consumerId() {
-    CommandResult r = kubectl(*home_, {"get", "configmap", "-n", "strait-system", "strait-agent",
-                                       "-o", "jsonpath={.data.clusterID}"});
-    return r.out;
-  }
-  std::string remoteNs() { return "demo-" + consumerId(); }
+  std::string remoteNs() { return remoteNamespace("demo"); }
   // Pods of the demo Deployment at home: (total, running with an IP, on the virtual node).
   struct Counts {
     int total = 0, runningWithIp = 0, onVnode = 0, onVnodeRunning = 0;
@@ -154,18 +65,7 @@ class OffloadTest : public ::testing::Test {
                                        "jsonpath={.status.allocatable.cpu}"});
     return r.exitCode == 0 ? r.out : "";
   }
-  std::string vnodeReady() {
-    CommandResult r = kubectl(*home_, {"get", "node", "strait-cloud", "-o",
-                                       "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"});
-    return r.exitCode == 0 ? r.out : "";
-  }
-  std::string diagnostics() {
-    return "\n--- home agent ---\n" + tail(homeAgent_->logs()) + "\n--- cloud agent ---\n" +
-           tail(cloudAgent_->logs());
-  }
-  static std::string tail(const std::string& s) {
-    return s.size() > 6000 ? s.substr(s.size() - 6000) : s;
-  }
+  std::string diagnostics() { return agentLogs(); }
   static std::string deployment(int replicas) {
     return R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"demo"},
       "spec":{"replicas":)" + std::to_string(replicas) + R"(,"selector":{"matchLabels":{"app":"web"}},
@@ -174,19 +74,7 @@ class OffloadTest : public ::testing::Test {
             "resources":{"requests":{"cpu":"500m","memory":"64Mi"}}}]}}}})";
   }
 
-  static Minicluster* home_;
-  static Minicluster* cloud_;
-  static AgentProcess* homeAgent_;
-  static AgentProcess* cloudAgent_;
-  static std::string error_;
-  std::unique_ptr<TempDir> dir_;
 };
-
-Minicluster* OffloadTest::home_ = nullptr;
-Minicluster* OffloadTest::cloud_ = nullptr;
-AgentProcess* OffloadTest::homeAgent_ = nullptr;
-AgentProcess* OffloadTest::cloudAgent_ = nullptr;
-std::string OffloadTest::error_;
 
 TEST_F(OffloadTest, A_OverflowPodsRunInTheCloudAndScaleDownAndDeleteLeaveItEmpty) {
   // The virtual node registered and turned Ready once the reflection stream was up (the
@@ -201,6 +89,19 @@ TEST_F(OffloadTest, A_OverflowPodsRunInTheCloudAndScaleDownAndDeleteLeaveItEmpty
   }
   EXPECT_TRUE(tainted) << node["spec"].dump();
   EXPECT_EQ(node["status"]["allocatable"]["cpu"], "32") << node["status"].dump();
+  // No tunnel in this peering: the node says NetworkUnavailable=True, the node lifecycle
+  // controller taints it network-unavailable:NoSchedule (as upstream's does), and the
+  // webhook's tolerations still let the overflow schedule there (below).
+  EXPECT_TRUE(waitFor([&] {
+    json n = getJson(*home_, {"get", "node", "strait-cloud"});
+    for (const json& t : n["spec"].value("taints", json::array())) {
+      if (t.value("key", "") == "node.kubernetes.io/network-unavailable" &&
+          t.value("effect", "") == "NoSchedule") {
+        return true;
+      }
+    }
+    return false;
+  }, 30s)) << getJson(*home_, {"get", "node", "strait-cloud"}).dump();
 
   CommandResult d = kubectl(*home_, {"apply", "-f", "-"}, deployment(20));
   ASSERT_EQ(d.exitCode, 0) << d.describe();

@@ -45,9 +45,12 @@ TEST(TolerationWebhookTest, OffloadedNamespaceGetsTheToleration) {
   EXPECT_EQ(ans["response"]["allowed"], true);
   EXPECT_EQ(ans["response"]["patchType"], "JSONPatch");
   json pod = applyPatch(kPod, ans);
-  ASSERT_EQ(pod["spec"]["tolerations"].size(), 1u);
+  ASSERT_EQ(pod["spec"]["tolerations"].size(), 2u);
   EXPECT_EQ(pod["spec"]["tolerations"][0]["key"], "virtual-node.strait.io/not-allowed");
   EXPECT_EQ(pod["spec"]["tolerations"][0]["effect"], "NoExecute");
+  // A virtual node without a tunnel is NetworkUnavailable, which taints it NoSchedule.
+  EXPECT_EQ(pod["spec"]["tolerations"][1]["key"], "node.kubernetes.io/network-unavailable");
+  EXPECT_EQ(pod["spec"]["tolerations"][1]["effect"], "NoSchedule");
   EXPECT_FALSE(pod["spec"].contains("affinity"));
   // A second pass changes nothing (already tolerated).
   EXPECT_TRUE(tolerationPatch(pod, o, {}).empty());
@@ -80,7 +83,7 @@ TEST(TolerationWebhookTest, OneProviderAddsAffinityKeepingThePodsOwnTerms) {
     "affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{
       "nodeSelectorTerms":[{"matchExpressions":[{"key":"disk","operator":"In","values":["ssd"]}]}]}}}}})");
   json out = applyPatch(pod, admitPod(review(pod), lookup(o), {}));
-  ASSERT_EQ(out["spec"]["tolerations"].size(), 2u);
+  ASSERT_EQ(out["spec"]["tolerations"].size(), 3u);  // its own and the two added
   const json& terms = out["spec"]["affinity"]["nodeAffinity"]
                          ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
   ASSERT_EQ(terms.size(), 2u);
@@ -90,9 +93,11 @@ TEST(TolerationWebhookTest, OneProviderAddsAffinityKeepingThePodsOwnTerms) {
   }
   EXPECT_EQ(terms[0]["matchExpressions"][1]["operator"], "DoesNotExist");
   EXPECT_EQ(terms[1]["matchExpressions"][1]["values"][0], "strait-cloud");
-  // No taint configured: no toleration, the affinity still applies.
+  // No taint configured (and network-unavailable not tolerated): no toleration, the
+  // affinity still applies.
   TolerationWebhookConfig noTaint;
   noTaint.taintEffect = "";
+  noTaint.tolerateNetworkUnavailable = false;
   json ops = tolerationPatch(kPod, o, noTaint);
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0]["path"], "/spec/affinity");
