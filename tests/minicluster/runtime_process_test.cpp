@@ -103,7 +103,8 @@ TEST(ServiceRulesTest, HeadlessAndEndpointlessServicesGetNoRule) {
       {slice("headless", json::array({{{"addresses", {"10.244.1.2"}}}}),
              json::array({{{"port", 80}}}))},
       "cbr0", "10.244.0.0/16");
-  EXPECT_THAT(rules, Not(HasSubstr("dnat")));
+  EXPECT_THAT(rules, Not(HasSubstr("dnat to")));
+  EXPECT_THAT(rules, Not(HasSubstr("goto svc-")));
 }
 
 TEST(ServiceRulesTest, ClientIpAffinityRemembersClientsPerEndpoint) {
