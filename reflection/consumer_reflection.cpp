@@ -5,7 +5,9 @@
 
 #include <set>
 
+#include "kube/event.h"
 #include "kube/informer.h"
+#include "kube/json_access.h"
 #include "kube/object.h"
 #include "reflection/pod_dependencies.h"
 #include "reflection/pod_reflector.h"
@@ -290,34 +292,21 @@ void ConsumerReflection::recordEvent(const json& remote, const std::string& orig
   std::vector<kube::ObjectPtr> pods = pods_->cache().byIndex(kUidIndex, originUid);
   if (pods.empty()) return;  // the local Pod is gone
   const json& pod = *pods.front();
-  const std::string now = kube::rfc3339Now();
-  auto str = [&](const char* k, const std::string& d) {
-    return remote.is_object() && remote.contains(k) && remote[k].is_string()
-               ? remote[k].get<std::string>()
-               : d;
-  };
-  json ev = {{"apiVersion", "v1"},
-             {"kind", "Event"},
-             {"metadata",
-              {{"generateName", kube::getName(pod) + "."}, {"namespace", kube::getNamespace(pod)}}},
-             {"involvedObject",
-              {{"apiVersion", "v1"},
-               {"kind", "Pod"},
-               {"namespace", kube::getNamespace(pod)},
-               {"name", kube::getName(pod)},
-               {"uid", originUid}}},
-             {"type", str("type", "Normal")},
-             {"reason", str("reason", "ProviderEvent")},
-             {"message", "[provider] " + str("message", "")},
-             {"source", {{"component", "strait-vnode"}, {"host", opts_.nodeName}}},
-             {"reportingComponent", "strait-vnode"},
-             {"reportingInstance", opts_.nodeName},
-             {"firstTimestamp", str("firstTimestamp", now)},
-             {"lastTimestamp", str("lastTimestamp", now)},
-             {"count", remote.is_object() && remote.contains("count") &&
-                               remote["count"].is_number_integer()
-                           ? remote["count"].get<int64_t>()
-                           : 1}};
+  kube::EventFields fields;
+  fields.involvedObject = {{"apiVersion", "v1"},
+                           {"kind", "Pod"},
+                           {"namespace", kube::getNamespace(pod)},
+                           {"name", kube::getName(pod)},
+                           {"uid", originUid}};
+  fields.type = kube::stringOf(remote, "type", "Normal");
+  fields.reason = kube::stringOf(remote, "reason", "ProviderEvent");
+  fields.message = "[provider] " + kube::stringOf(remote, "message");
+  fields.component = "strait-vnode";
+  fields.host = opts_.nodeName;
+  fields.firstTimestamp = kube::stringOf(remote, "firstTimestamp");  // empty: now
+  fields.lastTimestamp = kube::stringOf(remote, "lastTimestamp");
+  fields.count = kube::intOf(remote, "count", 1);
+  json ev = kube::makeEvent(fields);
   kube::Result<json> r = local_.create(res::kEvents, kube::getNamespace(pod), ev);
   if (!r.ok()) {
     spdlog::warn("event=provider_event_not_recorded pod={}/{} error=\"{}\"",
