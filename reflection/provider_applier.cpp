@@ -2,8 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "kube/json_access.h"
 #include "kube/object.h"
-#include "reflection/json_util.h"
 #include "reflection/labels.h"
 #include "reflection/pod_dependencies.h"
 #include "reflection/pod_forge.h"
@@ -15,7 +15,7 @@ namespace res = kube::resources;
 
 kube::Result<json> sanitizeProviderPod(const json& pod, kube::PodSecurityLevel level) {
   json out = pod;
-  if (out.is_object() && detail::isObj(out, "spec")) {
+  if (out.is_object() && kube::hasObject(out, "spec")) {
     stripSchedulingFields(out["spec"], virtualNodeOwnLabelKeys());
   }
   std::vector<kube::PodSecurityViolation> v = kube::checkPodSecurity(level, out);
@@ -219,13 +219,13 @@ kube::Result<json> ProviderApplier::apply(const StreamMessage& m, bool likelyNew
     if (mutablePodFields(next) == mutablePodFields(object)) return current;
     next["metadata"]["labels"] = object["metadata"].value("labels", json::object());
     next["metadata"]["annotations"] = object["metadata"].value("annotations", json::object());
-    const json spec = detail::isObj(object, "spec") ? object["spec"] : json::object();
+    const json spec = kube::hasObject(object, "spec") ? object["spec"] : json::object();
     for (const char* list : {"containers", "initContainers"}) {
-      if (!detail::isArr(next["spec"], list) || !detail::isArr(spec, list)) continue;
+      if (!kube::hasArray(next["spec"], list) || !kube::hasArray(spec, list)) continue;
       for (json& c : next["spec"][list]) {
         for (const json& w : spec[list]) {
-          if (c.is_object() && detail::str(w, "name") == detail::str(c, "name")) {
-            c["image"] = detail::str(w, "image");
+          if (c.is_object() && kube::stringOf(w, "name") == kube::stringOf(c, "name")) {
+            c["image"] = kube::stringOf(w, "image");
           }
         }
       }
