@@ -1,5 +1,5 @@
-// `strait agent`: the per-cluster daemon (peering service; issue 6 adds virtual kubelets and
-// the reflection stream). Composition root: flags -> AgentConfig -> peering::Agent.
+// `strait agent`: the per-cluster daemon (peering service, virtual kubelets and the
+// reflection stream). Composition root: flags -> AgentConfig -> peering::Agent.
 #include <signal.h>
 #include <spdlog/spdlog.h>
 

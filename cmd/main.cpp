@@ -1,4 +1,4 @@
-// strait: one binary, subcommands (see ARCHITECTURE.md). Each subcommand's composition
+// strait: one binary, subcommands (docs/architecture.md lists them). Each subcommand's composition
 // root lives in its own cmd/*_cmd.cpp.
 #include <CLI/CLI.hpp>
 #include <algorithm>

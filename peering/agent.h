@@ -5,8 +5,8 @@
 // own CA, publishes its endpoint in ConfigMap strait-system/strait-agent, and runs the
 // provider and consumer control loops.
 //
-// Issue 6 adds the virtual kubelets (consumer side) and the reflection stream (provider
-// side) next to ConsumerController and ProviderService.
+// The virtual kubelets (consumer side) and the reflection stream (provider side) run next
+// to ConsumerController and ProviderService.
 //
 // Thread-safety: start() and stop() from one thread; the consumer loop and the provider loop
 // run on a thread each; gRPC calls on gRPC's threads.

@@ -12,8 +12,8 @@
 //   MarkLocalLost     -> write lostRemoteStatus() (Failed, ProviderPodLost);
 //   Conflict          -> a Warning event on the local Pod, nothing else.
 // Refusals (a Pod too large, a DaemonSet Pod, an unmappable namespace) are written to the
-// local Pod as status.reason/message with an Event, so users see why it stays Pending
-// (PEERS.md #11). Thread-safe across keys (the Reflector never runs one key twice at once).
+// local Pod as status.reason/message with an Event, so users see why it stays Pending.
+// Thread-safe across keys (the Reflector never runs one key twice at once).
 
 #include <functional>
 #include <memory>

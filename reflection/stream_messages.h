@@ -18,7 +18,8 @@
 //   RESYNC_BEGIN  consumer -> provider  a full list of APPLYs follows (after (re)connect)
 //   RESYNC_DONE   consumer -> provider  the list is complete: json = {"originUids":[...]};
 //                                        the provider may now delete objects whose origin is
-//                                        not listed (never before: PEERS.md #6)
+//                                        not listed (never before: a slow
+//                                        consumer must not lose healthy Pods)
 //   KEEPALIVE     both                  liveness for StreamHealth; no object
 //   GET           consumer -> provider  names the remote object; json empty
 //   REPLY         provider -> consumer  answers the APPLY, DELETE or GET with the same seq:

@@ -4,7 +4,7 @@
 // computes "free"), per resource, exactly (kube::Quantity; extended resources such as
 // nvidia.com/gpu carried as they are). The provider's nodes are also kept one by one, so a
 // Pod larger than every single provider node is refused with a clear reason instead of
-// "fitting" the pooled sum (Admiralty's bin-packing resolution loss, PEERS.md #12).
+// "fitting" the pooled sum (the bin-packing loss of pooling several nodes into one).
 // Pure functions and value types; thread-safe.
 
 #include <map>

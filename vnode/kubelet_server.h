@@ -1,9 +1,10 @@
 #pragma once
 // The kubelet API of one virtual node: the HTTPS server the consumer's API server calls for
-// `kubectl logs`, `kubectl exec` and friends on Pods bound to the virtual node (K8S-API.md
-// "How the API server reaches a kubelet"). Every request is forwarded over the peering's
-// mutual-TLS gRPC channel to the provider agent (RemoteKubelet, proto/strait/kubelet.proto),
-// which serves it from the provider cluster for the mapped remote Pod.
+// `kubectl logs`, `kubectl exec` and friends on Pods bound to the virtual node (it dials the
+// Node's InternalIP at status.daemonEndpoints.kubeletEndpoint.Port). Every request is
+// forwarded over the peering's mutual-TLS gRPC channel to the provider agent (RemoteKubelet,
+// proto/strait/kubelet.proto), which serves it from the provider cluster for the mapped
+// remote Pod.
 //
 //   GET /healthz                                   "ok"
 //   GET /pods                                      PodList of this consumer's offloaded Pods

@@ -1,6 +1,6 @@
 #pragma once
 // The virtual Node object (pure; no cluster needed). One virtual node per peering, named
-// strait-<provider-name>, as a kubelet would register it (K8S-API.md "What a kubelet writes"):
+// strait-<provider-name>, as a kubelet would register it:
 //  - labels: type=virtual-kubelet, strait.io/remote-cluster-id=<provider id>,
 //    kubernetes.io/hostname=<node name>, kubernetes.io/os, kubernetes.io/arch,
 //    kubernetes.io/role=agent, node.kubernetes.io/exclude-from-external-load-balancers, the

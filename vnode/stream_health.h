@@ -1,6 +1,6 @@
 #pragma once
-// Ready follows the health of the reflection stream, with a grace (PEERS.md #4: no flapping;
-// ARCHITECTURE "partition shorter than the grace keeps everything running").
+// Ready follows the health of the reflection stream, with a grace, so it does not flap: a
+// partition shorter than the grace keeps everything running.
 //
 //   never connected                    -> NotReady  ReflectionStreamNotConnected
 //   connected, a message within grace  -> Ready     KubeletReady

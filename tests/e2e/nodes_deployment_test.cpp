@@ -1,5 +1,5 @@
-// Issue 4 acceptance with Deployments (needs the Deployment and ReplicaSet controllers):
-// 12 one-CPU replicas fill 3 nodes of 4 CPU; scaling to 14 leaves 2 Pending with the
+// The scheduler and simulated nodes with Deployments (needs the Deployment and ReplicaSet
+// controllers): 12 one-CPU replicas fill 3 nodes of 4 CPU; scaling to 14 leaves 2 Pending with the
 // upstream message and a FailedScheduling event; a NoExecute taint evicts a node's pods,
 // which the ReplicaSet replaces; a stopped heartbeat gets a node's pods evicted and replaced.
 

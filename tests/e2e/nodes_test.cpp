@@ -1,4 +1,4 @@
-// Issue 4 acceptance with the real kubectl: the scheduler over simulated nodes, pod
+// Simulated nodes with the real kubectl: the scheduler over simulated nodes, pod
 // lifecycle, kubectl logs/exec through the kubelet API, and node failure handling.
 
 #include <gmock/gmock.h>

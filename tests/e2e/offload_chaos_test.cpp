@@ -1,4 +1,4 @@
-// Issue 6 safety acceptance: an agent killed with SIGKILL in the middle of a burst of Pods
+// Offloading survives a crash: an agent killed with SIGKILL in the middle of a burst of Pods
 // bound to the virtual node converges, once restarted with the same arguments, to exactly
 // one remote Pod per local Pod, with no remote Pod deleted and re-created, none left without
 // its origin, and every local Pod Running with a pod IP; deleting the Deployment directly

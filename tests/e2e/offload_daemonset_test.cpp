@@ -1,5 +1,5 @@
-// PEERS.md complaint 3 (DaemonSet Pods land on virtual nodes and stay Pending; liqo#1398,
-// admiralty#114) against real processes: two `strait minicluster` ("home": 2 nodes,
+// DaemonSet Pods must not land on virtual nodes and stay Pending (liqo#1398,
+// admiralty#114), against real processes: two `strait minicluster` ("home": 2 nodes,
 // "cloud": 2 nodes), a `strait agent` on each, `strait peer`, `strait offload namespace
 // demo`, and a DaemonSet tolerating every taint, as kube-proxy does.
 //  - With the agent's DaemonSet webhook: the template gets `type NotIn [virtual-kubelet]`,

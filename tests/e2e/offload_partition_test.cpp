@@ -1,6 +1,6 @@
-// Issue 6 "Safety" with real processes: two `strait minicluster` ("home" and "cloud"), a
-// `strait agent` on each, `strait peer` and `strait offload namespace part`, where the home
-// agent reaches the cloud agent only through a TcpProxy (the cloud agent advertises the
+// Offloading through a network partition, with real processes: two `strait minicluster` ("home" and
+// "cloud"), a `strait agent` on each, `strait peer` and `strait offload namespace part`, where the
+// home agent reaches the cloud agent only through a TcpProxy (the cloud agent advertises the
 // proxy's port) that a test cuts and heals. The virtual node's stream grace is kGrace.
 //  - a partition shorter than the grace: the node stays Ready, local Pods stay Running, the
 //    remote Pods keep their uids; what changed meanwhile (one Pod created, one deleted) is

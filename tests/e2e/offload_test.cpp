@@ -1,5 +1,5 @@
-// Issue 6 acceptance with real processes: two `strait minicluster` ("home": 2 nodes x 2 CPU,
-// "cloud": 4 nodes x 8 CPU), a `strait agent` on each, `strait peer`, `strait offload
+// Offloading a Deployment end to end with real processes: two `strait minicluster` ("home": 2 nodes
+// x 2 CPU, "cloud": 4 nodes x 8 CPU), a `strait agent` on each, `strait peer`, `strait offload
 // namespace demo`, and a Deployment of 20 replicas at 500m through real kubectl. Pods the
 // home nodes cannot hold land on the virtual node strait-cloud (the agent's webhook gave
 // them the toleration), run in the cloud (reflection stream over gRPC/mTLS) and show
