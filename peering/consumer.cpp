@@ -21,7 +21,6 @@ namespace {
 using json = nlohmann::json;
 using kube::Code;
 const std::string kSys(kSystemNamespace);
-constexpr const char* kIssuedAt = "strait.io/issued-at";
 
 std::string dataField(const json& secret, const char* key) {
   auto it = secret.find("data");
@@ -263,7 +262,7 @@ bool ConsumerController::loadCredential(const std::string& providerId, const std
   p->notAfter = info->notAfter;
   p->issuedAt = info->notBefore;
   std::string issued = secret->value("/metadata/annotations"_json_pointer, json::object())
-                           .value(kIssuedAt, std::string());
+                           .value(std::string(kAnnotationIssuedAt), std::string());
   int64_t issuedUnix = 0;
   if (std::from_chars(issued.data(), issued.data() + issued.size(), issuedUnix).ec == std::errc() &&
       issuedUnix > 0) {
@@ -356,7 +355,7 @@ bool ConsumerController::join(const json& fc, std::chrono::system_clock::time_po
                 {{"name", credentialSecretName(providerId)},
                  {"namespace", kSys},
                  {"labels", ownershipLabels(providerId)},
-                 {"annotations", {{kIssuedAt, std::to_string(nowSec)}}}}},
+                 {"annotations", {{std::string(kAnnotationIssuedAt), std::to_string(nowSec)}}}}},
                {"data",
                 {{"tls.crt", base64Encode(resp.certificate_pem())},
                  {"tls.key", base64Encode(keyPem.reveal())},
@@ -496,7 +495,7 @@ void ConsumerController::renew(const std::string& providerId, Peering& p,
   auto nowSec = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
   (*secret)["data"]["tls.crt"] = base64Encode(resp.certificate_pem());
   (*secret)["data"]["tls.key"] = base64Encode(keyPem.reveal());
-  (*secret)["metadata"]["annotations"][kIssuedAt] = std::to_string(nowSec);
+  (*secret)["metadata"]["annotations"][std::string(kAnnotationIssuedAt)] = std::to_string(nowSec);
   kube::Result<json> updated = client_.update(kube::resources::kSecrets, kSys, *secret);
   if (!updated.ok()) {
     spdlog::warn("event=renewal_store_failed provider={} error=\"{}\"", providerId,

@@ -18,6 +18,29 @@ inline constexpr std::string_view kLabelManagedBy = "strait.io/managed-by";
 inline constexpr std::string_view kManagedByValue = "strait";
 inline constexpr std::string_view kLabelRemoteCluster = "strait.io/remote-cluster-id";
 inline constexpr std::string_view kLabelComponent = "strait.io/component";
+// On a used token's Secret: the consumer that used it, and when.
+inline constexpr std::string_view kAnnotationUsedBy = "strait.io/used-by";
+inline constexpr std::string_view kAnnotationUsedAt = "strait.io/used-at";
+// On a token Secret the consumer stores: when it was issued.
+inline constexpr std::string_view kAnnotationIssuedAt = "strait.io/issued-at";
+
+// On every object reflected into a provider: the consumer that owns it and the uid of the
+// local object it mirrors (one remote object per local uid), and where it comes from.
+inline constexpr std::string_view kLabelOriginClusterId = "strait.io/origin-cluster-id";
+inline constexpr std::string_view kLabelOriginUid = "strait.io/origin-uid";
+inline constexpr std::string_view kAnnotationOriginNamespace = "strait.io/origin-namespace";
+inline constexpr std::string_view kAnnotationOriginName = "strait.io/origin-name";
+
+// The taint put on virtual nodes and the toleration offloaded Pods carry.
+inline constexpr std::string_view kVirtualNodeTaintKey = "virtual-node.strait.io/not-allowed";
+// On the CSR of a virtual node's kubelet serving certificate: which virtual node asks.
+inline constexpr std::string_view kLabelVirtualNode = "strait.io/virtual-node";
+
+// On a consumer Namespace: offloaded ("true"), to which providers (comma-separated names;
+// absent = any), with which naming of its remote namespace (default or same).
+inline constexpr std::string_view kLabelOffloaded = "strait.io/offloaded";
+inline constexpr std::string_view kAnnotationOffloadProviders = "strait.io/offload-providers";
+inline constexpr std::string_view kAnnotationNamespaceNaming = "strait.io/namespace-naming";
 
 // ForeignCluster custom resource (cluster-scoped).
 inline constexpr std::string_view kFcGroup = "strait.io";

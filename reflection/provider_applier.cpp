@@ -41,8 +41,11 @@ json podSecurityNamespaceLabels(kube::PodSecurityLevel level) {
 }
 
 ProviderApplier::ProviderApplier(kube::Client& provider, NamespaceMapping mapping,
-                                 kube::PodSecurityLevel podSecurity)
-    : provider_(provider), mapping_(std::move(mapping)), podSecurity_(podSecurity) {}
+                                 kube::PodSecurityLevel podSecurity, json namespaceLabels)
+    : provider_(provider),
+      mapping_(std::move(mapping)),
+      podSecurity_(podSecurity),
+      namespaceLabels_(std::move(namespaceLabels)) {}
 
 kube::Status ProviderApplier::ensureNamespace(const std::string& ns) {
   {
@@ -76,6 +79,7 @@ kube::Status ProviderApplier::ensureNamespace(const std::string& ns) {
   }
   if (!kube::isNotFound(got.error())) return got.error();
   json labels = podSecurityNamespaceLabels(podSecurity_);
+  if (namespaceLabels_.is_object()) labels.update(namespaceLabels_);
   labels[std::string(kLabelManagedBy)] = std::string(kManagedByValue);
   labels[std::string(kLabelOriginClusterId)] = mapping_.consumerId();
   labels[std::string(kLabelOriginUid)] = "namespace";

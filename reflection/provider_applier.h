@@ -42,9 +42,12 @@ namespace strait::reflection {
 class ProviderApplier : public RemoteObjects {
  public:
   // `provider` is borrowed and must outlive the applier. `podSecurity`: the level every Pod
-  // applied must pass.
+  // applied must pass (and the enforce label of the namespaces it creates).
+  // `namespaceLabels`: more labels for the namespaces it creates (the peering's ownership
+  // labels, by which unpeering finds them).
   ProviderApplier(kube::Client& provider, NamespaceMapping mapping,
-                  kube::PodSecurityLevel podSecurity = kube::PodSecurityLevel::Baseline);
+                  kube::PodSecurityLevel podSecurity = kube::PodSecurityLevel::Baseline,
+                  nlohmann::json namespaceLabels = nlohmann::json::object());
 
   // APPLY: create or update; returns the object as stored. Errors: Forbidden (namespace not
   // this consumer's, or a Pod violating the Pod Security level), Conflict (object not this
@@ -82,6 +85,9 @@ class ProviderApplier : public RemoteObjects {
                                    const std::string& name) override;
 
  private:
+  // The one place a mapped namespace is checked or created: an existing one must be this
+  // consumer's (and is relabelled when the Pod Security level changed); a new one gets the
+  // origin, ownership and Pod Security labels.
   kube::Status ensureNamespace(const std::string& ns);
   // OK when Namespace object `nsObj` is this consumer's; Forbidden saying whose it is if not.
   kube::Status namespaceRefusal(const nlohmann::json& nsObj) const;
@@ -89,6 +95,7 @@ class ProviderApplier : public RemoteObjects {
   kube::Client& provider_;
   const NamespaceMapping mapping_;
   const kube::PodSecurityLevel podSecurity_;
+  const nlohmann::json namespaceLabels_;
   base::Mutex mu_;
   // Checked or created; dropped when a create says NotFound.
   std::set<std::string> namespaces_ GUARDED_BY(mu_);

@@ -54,7 +54,8 @@ class StreamSession {
         // Any valid namespace name (default or same-name naming): the applier's bounds are
         // the namespaces it created for this consumer (labels), never someone else's.
         mapping_(opts_.consumerId, NamingStrategy::SameName),
-        applier_(owner.provider_, mapping_, opts_.podSecurity),
+        applier_(owner.provider_, mapping_, opts_.podSecurity,
+                 peering::ownershipLabels(opts_.consumerId)),
         sentEvents_(opts_.sentEvents) {}
 
   kube::Status run() {
@@ -176,8 +177,6 @@ class StreamSession {
         owner_.deletes_++;
         if (m.kind == "Namespace") {
           r = applier_.removeNamespace(m.name);
-          base::MutexLock lock(mu_);
-          namespaces_.erase(m.name);
         } else {
           r = applier_.remove(m);
         }
@@ -224,7 +223,6 @@ class StreamSession {
   // A Pod that does not exist yet must fit the grant; creations are serialized so that two
   // concurrent ones cannot both take the last of it.
   kube::Result<json> applyWithGrant(const StreamMessage& m) {
-    if (kube::Status s = ensureNamespace(m.ns); !s.ok()) return s.error();
     if (m.kind != "Pod" || (!opts_.admitPod && !opts_.admitPodWithUsage)) return applier_.apply(m);
     if (opts_.admitPodWithUsage && pods_->hasSynced()) {
       // The informer's cache holds every Pod of this consumer: not counted = a creation.
@@ -244,30 +242,6 @@ class StreamSession {
     base::MutexLock lock(createMu_);
     if (kube::Status s = opts_.admitPod(m.object); !s.ok()) return s.error();
     return applier_.apply(m);
-  }
-
-  // Creates a mapped namespace with the origin labels ProviderApplier expects and the
-  // peering's ownership labels (unpeering deletes by those). Once per namespace and session.
-  kube::Status ensureNamespace(const std::string& ns) {
-    {
-      base::MutexLock lock(mu_);
-      if (namespaces_.count(ns)) return kube::Status::OK();
-    }
-    if (!mapping_.localNamespace(ns) || isProviderReservedNamespace(ns)) {
-      return kube::Status::OK();  // the applier refuses it
-    }
-    json labels = peering::ownershipLabels(opts_.consumerId);
-    labels.update(podSecurityNamespaceLabels(opts_.podSecurity));
-    labels[std::string(kLabelOriginClusterId)] = opts_.consumerId;
-    labels[std::string(kLabelOriginUid)] = "namespace";
-    json nsObj = {{"apiVersion", "v1"},
-                  {"kind", "Namespace"},
-                  {"metadata", {{"name", ns}, {"labels", labels}}}};
-    kube::Result<json> created = owner_.provider_.create(res::kNamespaces, "", nsObj);
-    if (!created.ok() && !kube::isAlreadyExists(created.error())) return created.error();
-    base::MutexLock lock(mu_);
-    namespaces_.insert(ns);
-    return kube::Status::OK();
   }
 
   // The EVENT message for provider Event `ev`, if it concerns one of this consumer's Pods.
@@ -422,7 +396,6 @@ class StreamSession {
   base::Mutex mu_;
   std::condition_variable_any cv_;
   std::deque<StreamMessage> tasks_ GUARDED_BY(mu_);
-  std::set<std::string> namespaces_ GUARDED_BY(mu_);  // ensured this session
   std::set<std::string> appliedOrigins_ GUARDED_BY(mu_);  // origin uids applied this session
   bool stopping_ GUARDED_BY(mu_) = false;
   kube::Status ended_ GUARDED_BY(mu_) = kube::Status::OK();

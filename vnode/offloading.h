@@ -20,13 +20,14 @@
 #include <vector>
 
 #include "kube/client.h"
+#include "peering/names.h"
 #include "reflection/namespace_mapping.h"
 
 namespace strait::vnode {
 
-inline constexpr std::string_view kLabelOffloaded = "strait.io/offloaded";
-inline constexpr std::string_view kAnnotationOffloadProviders = "strait.io/offload-providers";
-inline constexpr std::string_view kAnnotationNamespaceNaming = "strait.io/namespace-naming";
+using peering::kAnnotationNamespaceNaming;
+using peering::kAnnotationOffloadProviders;
+using peering::kLabelOffloaded;
 
 // What a Namespace says about its offloading.
 struct Offloading {

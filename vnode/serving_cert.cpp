@@ -6,6 +6,7 @@
 
 #include "kube/base64.h"
 #include "kube/object.h"
+#include "peering/names.h"
 
 namespace strait::vnode {
 namespace {
@@ -66,7 +67,7 @@ kube::Result<kube::KeyPair> requestServingCertificate(kube::Client& consumer,
               {"kind", "CertificateSigningRequest"},
               {"metadata",
                {{"generateName", "csr-"},
-                {"labels", {{"strait.io/virtual-node", req.nodeName}}}}},
+                {"labels", {{std::string(peering::kLabelVirtualNode), req.nodeName}}}}},
               {"spec",
                {{"request", kube::base64Encode(keyAndCsr->csrPem)},
                 {"signerName", kSigner},

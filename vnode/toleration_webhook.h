@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 
+#include "peering/names.h"
 #include "vnode/offloading.h"
 
 namespace strait::vnode {
@@ -29,7 +30,7 @@ namespace strait::vnode {
 inline constexpr const char* kNetworkUnavailableTaint = "node.kubernetes.io/network-unavailable";
 
 struct TolerationWebhookConfig {
-  std::string taintKey = "virtual-node.strait.io/not-allowed";
+  std::string taintKey = std::string(peering::kVirtualNodeTaintKey);
   std::string taintEffect = "NoExecute";  // "" = the virtual nodes carry no taint
   bool tolerateNetworkUnavailable = true;
 };

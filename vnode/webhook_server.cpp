@@ -108,7 +108,7 @@ json WebhookServer::desiredConfiguration() const {
                  {"kind", "MutatingWebhookConfiguration"},
                  {"metadata",
                   {{"name", opts_.configName},
-                   {"labels", {{"strait.io/managed-by", "strait"}}}}},
+                   {"labels", {{std::string(peering::kLabelManagedBy), std::string(peering::kManagedByValue)}}}}},
           {"webhooks", json::array({webhook, daemonSets})}};
 }
 
