@@ -201,4 +201,19 @@ ResourceMap addResources(const ResourceMap& a, const ResourceMap& b) {
   return out;
 }
 
+kube::Status checkGrantNotEmpty(const ResourceMap& granted) {
+  for (const char* name : {"cpu", "memory", "pods"}) {
+    auto it = granted.find(name);
+    if (it != granted.end() && it->second.sign() > 0) return kube::Status::OK();
+  }
+  auto show = [&](const char* name) {
+    auto it = granted.find(name);
+    return std::string(name) + "=" + (it == granted.end() ? "0" : it->second.toString());
+  };
+  return kube::makeError(kube::Code::Forbidden,
+                         "peering refused: the provider has nothing to lend (" + show("cpu") +
+                             ", " + show("memory") + ", " + show("pods") +
+                             "); its budget is empty or already granted to other consumers");
+}
+
 }  // namespace strait::peering

@@ -49,4 +49,8 @@ ResourceMap grantFor(const ResourceMap& requested, const ResourceMap& budget,
 // a + b per resource (union of keys).
 ResourceMap addResources(const ResourceMap& a, const ResourceMap& b);
 
+// OK when `granted` lends some CPU, memory or Pods; Forbidden naming the three otherwise (a
+// peering that lends nothing would make a virtual node that can never run a Pod).
+kube::Status checkGrantNotEmpty(const ResourceMap& granted);
+
 }  // namespace strait::peering

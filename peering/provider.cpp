@@ -20,8 +20,6 @@ using kube::makeError;
 using json = nlohmann::json;
 
 const std::string kSys(kSystemNamespace);
-constexpr const char* kUsedBy = "strait.io/used-by";
-constexpr const char* kUsedAt = "strait.io/used-at";
 
 json toJson(const ResourceMap& r) { return kube::formatResourceList(r); }
 
@@ -99,15 +97,16 @@ kube::Status ProviderService::checkToken(const std::string& tokenText,
     return makeError(Code::Unauthorized, "token refused: altered (secret does not match)");
   }
   json& annotations = (*record)["metadata"]["annotations"];
-  if (annotations.is_object() && annotations.contains(kUsedBy)) {
-    return makeError(Code::Conflict, "token refused: already used (by cluster " +
-                                         annotations.value(kUsedBy, "") + " at " +
-                                         annotations.value(kUsedAt, "") + ")");
+  if (annotations.is_object() && annotations.contains(std::string(kAnnotationUsedBy))) {
+    return makeError(Code::Conflict,
+                     "token refused: already used (by cluster " +
+                         annotations.value(std::string(kAnnotationUsedBy), "") + " at " +
+                         annotations.value(std::string(kAnnotationUsedAt), "") + ")");
   }
   // Mark used with an optimistic-concurrency update: of two concurrent joins with the same
   // token, exactly one wins; the other gets Conflict.
-  annotations[kUsedBy] = consumerId;
-  annotations[kUsedAt] = rfc3339(std::chrono::system_clock::now());
+  annotations[std::string(kAnnotationUsedBy)] = consumerId;
+  annotations[std::string(kAnnotationUsedAt)] = rfc3339(std::chrono::system_clock::now());
   kube::Result<json> updated = client_.update(kube::resources::kSecrets, kSys, *record);
   if (!updated.ok()) {
     if (updated.code() == Code::Conflict) {
@@ -228,6 +227,7 @@ kube::Status ProviderService::join(const Caller& caller, const v1::JoinRequest& 
     kube::Result<ResourceMap> g = computeGrant(consumerId, requested);
     if (!g.ok()) return g.error();
     granted = *g;
+    if (kube::Status s = checkGrantNotEmpty(granted); !s.ok()) return s;
     Consumer& c = consumers_[consumerId];
     c.name = req.consumer_name();
     c.requested = requested;
@@ -303,7 +303,7 @@ kube::Status ProviderService::heartbeat(const Caller& caller, const v1::Heartbea
   } else {
     // No stream counts them: the consumer's reflected Pods carry its ID as their origin.
     kube::ListOptions opts;
-    opts.labelSelector = "strait.io/origin-cluster-id=" + caller.clusterId;
+    opts.labelSelector = std::string(kLabelOriginClusterId) + "=" + caller.clusterId;
     kube::Result<json> pods = client_.list(kube::resources::kPods, "", opts);
     if (pods.ok()) used = podRequests(pods->value("items", json::array()));
   }
@@ -499,7 +499,7 @@ kube::Status ProviderService::checkGrant(const std::string& consumerId, const js
   // Pods the reflection stream created carry the reflection's origin label instead
   // (reflection/labels.h; peering/ cannot include it): count those too, once each.
   kube::ListOptions reflected;
-  reflected.labelSelector = "strait.io/origin-cluster-id=" + consumerId;
+  reflected.labelSelector = std::string(kLabelOriginClusterId) + "=" + consumerId;
   kube::Result<json> more = client_.list(kube::resources::kPods, "", reflected);
   if (!more.ok()) return more.error();
   json all = pods->value("items", json::array());

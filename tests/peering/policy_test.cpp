@@ -85,5 +85,19 @@ TEST(Policy, PodRequestsCountsInitContainersAsMax) {
   EXPECT_EQ(r["pods"], q("1"));
 }
 
+TEST(PolicyTest, AGrantOfNothingIsRefusedNamingWhat) {
+  auto q = [](const char* v) { return *kube::Quantity::parse(v); };
+  kube::Status none = checkGrantNotEmpty({{"cpu", q("0")}, {"memory", q("0")}, {"pods", q("0")},
+                                          {"nvidia.com/gpu", q("2")}});
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().code, kube::Code::Forbidden);
+  EXPECT_NE(none.error().message.find("nothing to lend (cpu=0, memory=0, pods=0)"),
+            std::string::npos)
+      << none.error().message;
+  EXPECT_FALSE(checkGrantNotEmpty({}).ok());
+  EXPECT_TRUE(checkGrantNotEmpty({{"cpu", q("0")}, {"memory", q("0")}, {"pods", q("1")}}).ok());
+  EXPECT_TRUE(checkGrantNotEmpty({{"cpu", q("500m")}}).ok());
+}
+
 }  // namespace
 }  // namespace strait::peering
