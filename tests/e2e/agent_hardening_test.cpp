@@ -19,8 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "e2e/cluster_fixture.h"
-#include "e2e/peering_fixture.h"
+#include "e2e/offload_fixture.h"
 #include "kube/quantity.h"
 
 namespace strait::e2e {
@@ -32,101 +31,24 @@ using namespace std::chrono_literals;
 constexpr auto kLeaseDuration = 3s;
 constexpr auto kLostAfter = 3s;
 
-class AgentHardeningTest : public ::testing::Test {
+class AgentHardeningTest : public OffloadSuite {
  public:
   static void SetUpTestSuite() {
-    error_.clear();
-    home_ = new Minicluster();
-    cloud_ = new Minicluster();
-    homeAgent_ = new AgentProcess();
-    cloudAgent_ = new AgentProcess();
-    error_ = home_->start("home", 60s, {"--nodes", "1", "--node-cpu", "1", "--node-memory", "4Gi"});
-    if (error_.empty()) {
-      error_ = cloud_->start("cloud", 60s, {"--nodes", "2", "--node-cpu", "8", "--node-memory", "16Gi"});
-    }
-    if (error_.empty()) {
-      std::vector<std::string> args = agentArgs();
-      args.insert(args.end(), {"--share", "1"});
-      error_ = cloudAgent_->start(cloud_->kubeconfig(), "cloud", args);
-    }
-    if (error_.empty()) error_ = homeAgent_->start(home_->kubeconfig(), "home", agentArgs());
-    if (error_.empty()) error_ = peerAndOffload();
+    OffloadSetup s;
+    s.homeArgs = {"--nodes", "1", "--node-cpu", "1", "--node-memory", "4Gi"};
+    s.cloudArgs = {"--nodes", "2", "--node-cpu", "8", "--node-memory", "16Gi"};
+    s.peerArgs = {"--cpu", "8", "--memory", "16Gi", "--pods", "50"};
+    startAll(s);
   }
-  static void TearDownTestSuite() {
-    delete homeAgent_;
-    delete cloudAgent_;
-    delete home_;
-    delete cloud_;
-    homeAgent_ = cloudAgent_ = nullptr;
-    home_ = cloud_ = nullptr;
-  }
-  static std::vector<std::string> agentArgs() {
-    return {"--heartbeat-interval", "300ms", "--lost-after", "3s", "--kubelet-port", "0"};
-  }
+  static void TearDownTestSuite() { stopAll(); }
   // With a short Lease, so that a standby takes over within the test.
   static std::vector<std::string> shortLeaseArgs() {
-    std::vector<std::string> args = agentArgs();
+    std::vector<std::string> args = kAgentArgs;
     args.insert(args.end(), {"--leader-lease-duration", "3s"});
     return args;
   }
 
  protected:
-  static std::string peerAndOffload() {
-    CommandResult p = runCommand({straitBinary(), "peer", "--kubeconfig", home_->kubeconfig(),
-                                  "--remote-kubeconfig", cloud_->kubeconfig(), "--cpu", "8",
-                                  "--memory", "16Gi", "--pods", "50"},
-                                 {}, 120s);
-    if (p.exitCode != 0) return "peer: " + p.describe();
-    TempDir cache("strait-hardening-setup");
-    auto kc = [&](const std::vector<std::string>& args) {
-      std::vector<std::string> argv = {"kubectl", "--kubeconfig", home_->kubeconfig()};
-      argv.insert(argv.end(), args.begin(), args.end());
-      return runCommand(argv, {{"KUBECACHEDIR", cache.path() + "/kcache"}, {"HOME", cache.path()}},
-                        60s);
-    };
-    CommandResult ready;
-    if (!waitFor([&] {
-          ready = kc({"get", "node", "strait-cloud", "-o",
-                      "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"});
-          return ready.exitCode == 0 && ready.out == "True";
-        }, 60s)) {
-      return "virtual node strait-cloud not Ready: " + ready.describe();
-    }
-    CommandResult ns = kc({"create", "namespace", "demo"});
-    if (ns.exitCode != 0) return "namespace: " + ns.describe();
-    CommandResult off = runCommand(
-        {straitBinary(), "offload", "namespace", "demo", "--kubeconfig", home_->kubeconfig()}, {},
-        120s);
-    return off.exitCode == 0 ? "" : "offload: " + off.describe();
-  }
-
-  void SetUp() override {
-    ASSERT_TRUE(error_.empty()) << error_;
-    dir_ = std::make_unique<TempDir>("strait-hardening-test");
-  }
-
-  CommandResult strait(const std::vector<std::string>& args, std::chrono::milliseconds t = 120s) {
-    std::vector<std::string> argv = {straitBinary()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return runCommand(argv, {}, t);
-  }
-  CommandResult kubectl(const Minicluster& c, const std::vector<std::string>& args,
-                        const std::string& stdinText = "") {
-    static int n = 0;
-    std::vector<std::string> argv = {"kubectl", "--kubeconfig", c.kubeconfig()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    Env env = {{"KUBECACHEDIR", dir_->path() + "/kcache" + std::to_string(++n)},
-               {"HOME", dir_->path()}};
-    return runCommand(argv, env, 60s, stdinText);
-  }
-  json getJson(const Minicluster& c, const std::vector<std::string>& args) {
-    std::vector<std::string> a = args;
-    a.insert(a.end(), {"-o", "json"});
-    CommandResult r = kubectl(c, a);
-    if (r.exitCode != 0) return json();
-    json j = json::parse(r.out, nullptr, false);
-    return j.is_discarded() ? json() : j;
-  }
   // The only row of `strait status -o json` on `c` (null if none).
   json row(const Minicluster& c) {
     CommandResult r = strait({"status", "--kubeconfig", c.kubeconfig(), "-o", "json"}, 30s);
@@ -180,19 +102,7 @@ class AgentHardeningTest : public ::testing::Test {
     return logs.substr(at, logs.find_first_of(" \n", at) - at);
   }
 
-  static Minicluster* home_;
-  static Minicluster* cloud_;
-  static AgentProcess* homeAgent_;
-  static AgentProcess* cloudAgent_;
-  static std::string error_;
-  std::unique_ptr<TempDir> dir_;
 };
-
-Minicluster* AgentHardeningTest::home_ = nullptr;
-Minicluster* AgentHardeningTest::cloud_ = nullptr;
-AgentProcess* AgentHardeningTest::homeAgent_ = nullptr;
-AgentProcess* AgentHardeningTest::cloudAgent_ = nullptr;
-std::string AgentHardeningTest::error_;
 
 TEST_F(AgentHardeningTest, SecondAgentWaitsAsStandbyAndTakesOverAfterKill9) {
   // The suite's agent hands over (a clean stop releases the Lease) to one with a short Lease.
