@@ -408,8 +408,13 @@ Result<ObjectPtr> Rest::write(const ResourceInfo& info, const std::string& ns,
       return ObjectPtr(o);
     }
     const auto& m = obj["metadata"];
+    // As upstream's ShouldDeleteDuringUpdate: only once the grace period is over (a kubelet
+    // updates a terminating Pod's status during its grace period).
     bool finalizersDone = m.contains("deletionTimestamp") &&
-                          (!m.contains("finalizers") || m["finalizers"].empty());
+                          (!m.contains("finalizers") || m["finalizers"].empty()) &&
+                          !(m.contains("deletionGracePeriodSeconds") &&
+                            m["deletionGracePeriodSeconds"].is_number_integer() &&
+                            m["deletionGracePeriodSeconds"].get<int64_t>() > 0);
     if (finalizersDone) {
       auto r = store_.remove(k, [&](const ObjectPtr& c, uint64_t rv) -> Result<NewObject> {
         if (c->rv != current->rv) return makeError(Code::Conflict, kRetryMarker);

@@ -362,6 +362,29 @@ TEST_F(ProcessRuntimeTest, ExitCodesDriveRestartsAndCrashLoopBackOff) {
             "4");
   EXPECT_EQ(must(c, {"logs", "once"}).out, "done\n");
   EXPECT_EQ(must(c, {"logs", "once", "-c", "init"}).out, "init-ran\n");
+
+  // A container that ignores SIGTERM is killed when the grace period ends.
+  json stubborn = {{"apiVersion", "v1"},
+                   {"kind", "Pod"},
+                   {"metadata", {{"name", "stubborn"}}},
+                   {"spec",
+                    {{"terminationGracePeriodSeconds", 2},
+                     {"containers", json::array({{{"name", "c"},
+                                                  {"image", "debian:12"},
+                                                  {"command", {"sh", "-c", "trap '' TERM; "
+                                                               "while true; do sleep 0.2; done"}}}})}}}};
+  must(c, {"apply", "-f", "-"}, stubborn.dump());
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json p = json::parse(kubectl(c, {"get", "pod", "stubborn", "-o", "json"}).out, nullptr, false);
+        return p.is_object() && ready(p);
+      },
+      30s, 200ms));
+  auto start = std::chrono::steady_clock::now();
+  must(c, {"delete", "pod", "stubborn", "--wait=true"});
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, 1800ms) << "SIGTERM was ignored: the grace period runs out first";
+  EXPECT_LT(took, 15s);
 }
 
 TEST_F(ProcessRuntimeTest, ProbesDriveReadinessServiceRulesAndRestarts) {
@@ -470,6 +493,21 @@ TEST_F(ProcessRuntimeTest, TwoClustersWithTheSamePodCidrRunSideBySide) {
                      "http://" + ipB + ":8080/hostname"})
                 .out,
             "web-y");
+}
+
+TEST_F(ProcessRuntimeTest, WithoutRootItExitsTwoNamingWhatIsMissingAndCreatesNothing) {
+  if (::access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "setpriv (util-linux) is missing";
+  Footprint before = footprint({"procrt-n"});
+  TempDir dir("strait-procrt-nonroot");
+  CommandResult r = runCommand({"/usr/bin/setpriv", "--reuid", "65534", "--regid", "65534",
+                                "--clear-groups", straitBinary(), "minicluster", "--name",
+                                "procrt-n", "--runtime", "process", "--nodes", "1", "--listen",
+                                "127.0.0.1:0", "--kubeconfig-out", dir.file("kubeconfig")},
+                               {}, 30s);
+  EXPECT_EQ(r.exitCode, 2) << r.describe();
+  EXPECT_THAT(r.err, HasSubstr("missing=\"root"));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("kubeconfig")));
+  EXPECT_EQ(footprint({"procrt-n"}), before);
 }
 
 TEST_F(ProcessRuntimeTest, StopAndKillLeaveNothingBehind) {
