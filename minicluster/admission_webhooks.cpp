@@ -16,6 +16,7 @@
 #include <map>
 #include <mutex>
 
+#include "base/thread_annotations.h"
 #include "kube/base64.h"
 #include "kube/json_access.h"
 #include "kube/json_parse.h"
@@ -174,7 +175,7 @@ class WebhookAdmission : public Admission {
     if (!info) return {};
     auto listed = store_.list(Rest::prefix(*info, ""));
     std::vector<Webhook> out;
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(mu_);
     for (const auto& o : listed.items) {
       auto& cached = cache_[o->key];
       if (cached.rv != o->rv) {
@@ -409,8 +410,8 @@ class WebhookAdmission : public Admission {
 
   Store& store_;
   Registry& registry_;
-  std::mutex mu_;
-  std::map<std::string, Cached> cache_;  // store key -> parsed configuration; under mu_
+  base::Mutex mu_;
+  std::map<std::string, Cached> cache_ GUARDED_BY(mu_);  // store key -> parsed configuration
 };
 
 }  // namespace

@@ -14,7 +14,7 @@ using kube::child;
 using kube::stringOf;
 
 LocalInformer& InformerSet::informer(const std::string& group, const std::string& resource) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(mu_);
   std::string id = group + "/" + resource;
   auto it = informers_.find(id);
   if (it != informers_.end()) return *it->second;
@@ -30,18 +30,18 @@ LocalInformer& InformerSet::informer(const std::string& group, const std::string
 }
 
 void InformerSet::startAll() {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(mu_);
   for (auto& [id, inf] : informers_) inf->start();
 }
 
 void InformerSet::stopAll() {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(mu_);
   for (auto& [id, inf] : informers_) inf->stop();
 }
 
 bool InformerSet::waitForSync(std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(mu_);
   for (auto& [id, inf] : informers_) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 
+#include "base/thread_annotations.h"
 #include "kube/pki.h"
 #include "kube/worker_pool.h"
 #include "minicluster/local_informer.h"
@@ -37,8 +38,8 @@ class InformerSet {
  private:
   Store& store_;
   Registry& registry_;
-  std::mutex mu_;
-  std::map<std::string, std::unique_ptr<LocalInformer>> informers_;  // protected by mu_
+  base::Mutex mu_;
+  std::map<std::string, std::unique_ptr<LocalInformer>> informers_ GUARDED_BY(mu_);
 };
 
 struct ControllerContext {

@@ -28,7 +28,7 @@ void EventRecorder::record(const json& object, const std::string& type, const st
   std::string key = uid + "\n" + reason + "\n" + message;
   std::string existing;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(mu_);
     auto it = seen_.find(key);
     if (it != seen_.end()) existing = it->second;
   }
@@ -65,7 +65,7 @@ void EventRecorder::record(const json& object, const std::string& type, const st
                   r.error().message);
     return;
   }
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(mu_);
   if (seen_.size() > 100000) seen_.clear();
   seen_[key] = evName;
 }

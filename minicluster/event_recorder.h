@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/thread_annotations.h"
 #include "minicluster/registry.h"
 #include "minicluster/rest.h"
 
@@ -32,9 +33,9 @@ class EventRecorder {
   ResourceInfoPtr events_;
   std::string component_;
 
-  // State below is protected by mu_: key (uid/reason/message) -> event name, for counting.
-  std::mutex mu_;
-  std::map<std::string, std::string> seen_;
+  base::Mutex mu_;
+  // Key (uid/reason/message) -> event name, for counting.
+  std::map<std::string, std::string> seen_ GUARDED_BY(mu_);
 };
 
 }  // namespace strait::minicluster

@@ -11,6 +11,8 @@
 #include <set>
 #include <string>
 
+#include "base/thread_annotations.h"
+
 namespace strait::minicluster {
 
 class Expectations {
@@ -19,34 +21,34 @@ class Expectations {
 
  public:
   bool satisfied(const std::string& key) {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(mu_);
     auto it = map_.find(key);
     if (it == map_.end()) return true;
     const auto& e = it->second;
     return (e.adds <= 0 && e.deletes.empty()) || Clock::now() - e.since > kExpectationsTimeout;
   }
   void expectCreations(const std::string& key, int n) {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(mu_);
     auto& e = map_[key];
     e.adds = n;
     e.since = Clock::now();
   }
   void creationObserved(const std::string& key) {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(mu_);
     if (auto it = map_.find(key); it != map_.end()) --it->second.adds;
   }
   void expectDeletions(const std::string& key, const std::set<std::string>& podKeys) {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(mu_);
     auto& e = map_[key];
     e.deletes = podKeys;
     e.since = Clock::now();
   }
   void deletionObserved(const std::string& key, const std::string& podKey) {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(mu_);
     if (auto it = map_.find(key); it != map_.end()) it->second.deletes.erase(podKey);
   }
   void forget(const std::string& key) {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(mu_);
     map_.erase(key);
   }
 
@@ -56,8 +58,8 @@ class Expectations {
     std::set<std::string> deletes;
     Clock::time_point since;
   };
-  std::mutex mu_;
-  std::map<std::string, Entry> map_;  // protected by mu_
+  base::Mutex mu_;
+  std::map<std::string, Entry> map_ GUARDED_BY(mu_);
 };
 
 }  // namespace strait::minicluster

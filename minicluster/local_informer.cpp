@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/thread_annotations.h"
+
 namespace strait::minicluster {
 namespace {
 
@@ -81,7 +83,7 @@ void LocalInformer::start() {
 void LocalInformer::stop() {
   stopping_ = true;
   {
-    std::lock_guard<std::mutex> l(watchMu_);
+    base::MutexLock l(watchMu_);
     if (watch_) watch_->stop();
   }
   if (thread_.joinable()) thread_.join();
@@ -246,7 +248,7 @@ void LocalInformer::run() {
       continue;
     }
     {
-      std::lock_guard<std::mutex> l(watchMu_);
+      base::MutexLock l(watchMu_);
       watch_ = w->get();
       if (stopping_) watch_->stop();
     }
@@ -272,7 +274,7 @@ void LocalInformer::run() {
         notifyAdd(c);
       }
     }
-    std::lock_guard<std::mutex> l(watchMu_);
+    base::MutexLock l(watchMu_);
     watch_ = nullptr;
   }
 }

@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/thread_annotations.h"
 #include "minicluster/store.h"
 
 namespace strait::minicluster {
@@ -124,8 +125,8 @@ class LocalInformer {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> synced_{false};
   std::thread thread_;
-  std::mutex watchMu_;
-  Watch* watch_ = nullptr;  // the live watch, protected by watchMu_ (stop() ends it)
+  base::Mutex watchMu_;
+  Watch* watch_ GUARDED_BY(watchMu_) = nullptr;  // the live watch (stop() ends it)
 
   // State below is protected by mu_.
   mutable std::shared_mutex mu_;

@@ -15,6 +15,7 @@
 #include <set>
 #include <shared_mutex>
 
+#include "base/thread_annotations.h"
 #include "minicluster/registry_internal.h"
 #include "minicluster/tables.h"
 
@@ -172,10 +173,10 @@ struct Registry::Impl {
   std::map<std::string, CustomDef> customs;  // by CRD name (plural.group)
   uint64_t generation = 0;
 
-  mutable std::mutex cacheMu;
-  // State below is protected by cacheMu.
-  mutable uint64_t cacheGeneration = UINT64_MAX;
-  mutable std::map<std::string, std::pair<json, std::string>> cachedDocs;  // path -> doc, hash
+  mutable base::Mutex cacheMu;
+  mutable uint64_t cacheGeneration GUARDED_BY(cacheMu) = UINT64_MAX;
+  // Path -> doc, hash.
+  mutable std::map<std::string, std::pair<json, std::string>> cachedDocs GUARDED_BY(cacheMu);
 
   // Snapshot of every resource, built-in first. Caller holds mu (shared).
   std::vector<ResourceInfoPtr> allLocked() const {
@@ -607,7 +608,7 @@ json Registry::openApiIndex() const {
       }
     }
   }
-  std::lock_guard cacheLock(impl_->cacheMu);
+  base::MutexLock cacheLock(impl_->cacheMu);
   if (impl_->cacheGeneration != generation) {
     impl_->cachedDocs.clear();
     for (const auto& [path, entry] : gvs) {
@@ -631,7 +632,7 @@ std::optional<json> Registry::openApiDocument(const std::string& groupVersionPat
   if (path.rfind("openapi/v3/", 0) == 0) path.erase(0, std::string("openapi/v3/").size());
   if (auto q = path.find('?'); q != std::string::npos) path.erase(q);
   (void)openApiIndex();  // refreshes the cache if CRDs changed
-  std::lock_guard cacheLock(impl_->cacheMu);
+  base::MutexLock cacheLock(impl_->cacheMu);
   auto it = impl_->cachedDocs.find(path);
   if (it == impl_->cachedDocs.end()) return std::nullopt;
   return it->second.first;

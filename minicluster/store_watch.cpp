@@ -7,7 +7,7 @@
 namespace strait::minicluster {
 
 bool WatcherQueue::push(const EventPtr& ev) {
-  std::lock_guard lk(mu_);
+  base::MutexLock lk(mu_);
   if (stopped_ || ended_) return false;
   if (queue_.size() >= limit_) {
     ended_ = true;
@@ -23,8 +23,11 @@ bool WatcherQueue::push(const EventPtr& ev) {
 }
 
 std::optional<EventPtr> WatcherQueue::next(std::chrono::milliseconds timeout) {
-  std::unique_lock lk(mu_);
-  ready_.wait_for(lk, timeout, [&] { return !queue_.empty() || stopped_ || ended_; });
+  base::UniqueLock lk(mu_);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (queue_.empty() && !stopped_ && !ended_) {
+    if (ready_.wait_until(lk, deadline) == std::cv_status::timeout) break;
+  }
   if (queue_.empty() || stopped_ || ended_) return std::nullopt;
   EventPtr ev = std::move(queue_.front());
   queue_.pop_front();
@@ -32,12 +35,12 @@ std::optional<EventPtr> WatcherQueue::next(std::chrono::milliseconds timeout) {
 }
 
 bool WatcherQueue::ended() const {
-  std::lock_guard lk(mu_);
+  base::MutexLock lk(mu_);
   return ended_;
 }
 
 void WatcherQueue::finish(bool endByStore) {
-  std::lock_guard lk(mu_);
+  base::MutexLock lk(mu_);
   if (endByStore) {
     ended_ = true;
   } else {
@@ -48,12 +51,12 @@ void WatcherQueue::finish(bool endByStore) {
 }
 
 void WatchHub::add(std::shared_ptr<WatcherQueue> w) {
-  std::lock_guard lk(mu_);
+  base::MutexLock lk(mu_);
   watchers_.push_back(std::move(w));
 }
 
 void WatchHub::remove(const WatcherQueue* w) {
-  std::lock_guard lk(mu_);
+  base::MutexLock lk(mu_);
   auto it =
       std::find_if(watchers_.begin(), watchers_.end(), [&](const auto& p) { return p.get() == w; });
   if (it != watchers_.end()) {
@@ -63,7 +66,7 @@ void WatchHub::remove(const WatcherQueue* w) {
 }
 
 void WatchHub::publish(const std::string& key, const EventPtr& ev) {
-  std::lock_guard lk(mu_);
+  base::MutexLock lk(mu_);
   for (size_t i = 0; i < watchers_.size();) {
     WatcherQueue& w = *watchers_[i];
     if (ev->rv > w.afterRv() && key.starts_with(w.prefix()) && !w.push(ev)) {
@@ -77,7 +80,7 @@ void WatchHub::publish(const std::string& key, const EventPtr& ev) {
 }
 
 void WatchHub::endAll() {
-  std::lock_guard lk(mu_);
+  base::MutexLock lk(mu_);
   for (auto& w : watchers_) w->finish(/*endByStore=*/true);
   watchers_.clear();
 }

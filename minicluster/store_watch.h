@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "minicluster/store.h"
 
 namespace strait::minicluster {
@@ -44,12 +45,11 @@ class WatcherQueue {
   const uint64_t afterRv_;  // only events with rv > afterRv_ are delivered
   const size_t limit_;
 
-  // State below is protected by mu_.
-  mutable std::mutex mu_;
-  std::condition_variable ready_;
-  std::deque<EventPtr> queue_;
-  bool stopped_ = false;
-  bool ended_ = false;
+  mutable base::Mutex mu_;
+  std::condition_variable_any ready_;
+  std::deque<EventPtr> queue_ GUARDED_BY(mu_);
+  bool stopped_ GUARDED_BY(mu_) = false;
+  bool ended_ GUARDED_BY(mu_) = false;
 };
 
 // The set of live watchers. Thread-safe.
@@ -63,8 +63,8 @@ class WatchHub {
   void endAll();
 
  private:
-  std::mutex mu_;
-  std::vector<std::shared_ptr<WatcherQueue>> watchers_;  // protected by mu_
+  base::Mutex mu_;
+  std::vector<std::shared_ptr<WatcherQueue>> watchers_ GUARDED_BY(mu_);
 };
 
 // The Watch handed to callers: unregisters from the hub when destroyed.

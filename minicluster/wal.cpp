@@ -15,6 +15,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/thread_annotations.h"
+
 namespace strait::minicluster::wal {
 
 static_assert(std::endian::native == std::endian::little, "the WAL format is little-endian");
@@ -342,7 +344,7 @@ Result<uint64_t> readSnapshot(const std::string& path,
 
 WalWriter::~WalWriter() {
   {
-    std::lock_guard lk(mu_);
+    base::MutexLock lk(mu_);
     stopping_ = true;
   }
   work_.notify_all();
@@ -377,7 +379,7 @@ Status WalWriter::start(const std::string& dir, const std::string& path) {
 }
 
 uint64_t WalWriter::append(std::string_view bytes) {
-  std::lock_guard lk(mu_);
+  base::MutexLock lk(mu_);
   pending_.append(bytes);
   appended_ += bytes.size();
   ++pendingRecords_;
@@ -387,15 +389,15 @@ uint64_t WalWriter::append(std::string_view bytes) {
 }
 
 Status WalWriter::waitDurable(uint64_t ticket) {
-  std::unique_lock lk(mu_);
-  done_.wait(lk, [&] { return durable_ >= ticket || !failure_.empty(); });
+  base::UniqueLock lk(mu_);
+  while (durable_ < ticket && failure_.empty()) done_.wait(lk);
   if (durable_ >= ticket) return Status::OK();
   return kube::makeError(kube::Code::Unavailable, "write-ahead log failed: " + failure_);
 }
 
 Status WalWriter::rotate(const std::string& path) {
-  std::unique_lock lk(mu_);
-  done_.wait(lk, [&] { return (durable_ == appended_ && !flushing_) || !failure_.empty(); });
+  base::UniqueLock lk(mu_);
+  while (!((durable_ == appended_ && !flushing_) || !failure_.empty())) done_.wait(lk);
   if (!failure_.empty()) {
     return kube::makeError(kube::Code::Unavailable, "write-ahead log failed: " + failure_);
   }
@@ -403,20 +405,20 @@ Status WalWriter::rotate(const std::string& path) {
 }
 
 bool WalWriter::failed() {
-  std::lock_guard lk(mu_);
+  base::MutexLock lk(mu_);
   return !failure_.empty();
 }
 
 WalWriter::Stats WalWriter::stats() {
-  std::lock_guard lk(mu_);
+  base::MutexLock lk(mu_);
   return stats_;
 }
 
 void WalWriter::flushLoop() {
   std::string batch;
-  std::unique_lock lk(mu_);
+  base::UniqueLock lk(mu_);
   for (;;) {
-    work_.wait(lk, [&] { return !pending_.empty() || stopping_; });
+    while (pending_.empty() && !stopping_) work_.wait(lk);
     if (pending_.empty() && stopping_) return;
     if (!failure_.empty()) {
       pending_.clear();
@@ -427,7 +429,10 @@ void WalWriter::flushLoop() {
       // Group forming: give the writers released by the last fsync a moment to come back.
       auto window =
           std::min<std::chrono::microseconds>(lastSyncTime_ / 4, std::chrono::microseconds(1000));
-      work_.wait_for(lk, window, [&] { return pendingRecords_ >= lastBatchRecords_ || stopping_; });
+      const auto deadline = std::chrono::steady_clock::now() + window;
+      while (pendingRecords_ < lastBatchRecords_ && !stopping_) {
+        if (work_.wait_until(lk, deadline) == std::cv_status::timeout) break;
+      }
     }
     batch.clear();
     batch.swap(pending_);

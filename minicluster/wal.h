@@ -37,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "kube/status.h"
 #include "minicluster/store.h"
 
@@ -138,20 +139,20 @@ class WalWriter {
   std::string dir_;
   std::thread flusher_;
 
-  // State below is protected by mu_.
-  std::mutex mu_;
-  std::condition_variable work_;  // flusher waits for pending bytes or stop
-  std::condition_variable done_;  // writers wait for durable_ to advance
-  std::string pending_;           // appended, not yet handed to the flusher
-  size_t pendingRecords_ = 0;     // append() calls in pending_
-  size_t lastBatchRecords_ = 0;   // append() calls covered by the previous fsync
-  std::chrono::microseconds lastSyncTime_{0};
-  Stats stats_;
-  uint64_t appended_ = 0;  // total bytes ever appended (tickets)
-  uint64_t durable_ = 0;   // total bytes written and fsync'd
-  bool flushing_ = false;  // the flusher is doing I/O outside mu_
-  bool stopping_ = false;
-  std::string failure_;  // non-empty once I/O failed
+  base::Mutex mu_;
+  std::condition_variable_any work_;  // flusher waits for pending bytes or stop
+  std::condition_variable_any done_;  // writers wait for durable_ to advance
+  std::string pending_ GUARDED_BY(mu_);        // appended, not yet handed to the flusher
+  size_t pendingRecords_ GUARDED_BY(mu_) = 0;  // append() calls in pending_
+  // append() calls covered by the previous fsync.
+  size_t lastBatchRecords_ GUARDED_BY(mu_) = 0;
+  std::chrono::microseconds lastSyncTime_ GUARDED_BY(mu_){0};
+  Stats stats_ GUARDED_BY(mu_);
+  uint64_t appended_ GUARDED_BY(mu_) = 0;  // total bytes ever appended (tickets)
+  uint64_t durable_ GUARDED_BY(mu_) = 0;   // total bytes written and fsync'd
+  bool flushing_ GUARDED_BY(mu_) = false;  // the flusher is doing I/O outside mu_
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::string failure_ GUARDED_BY(mu_);  // non-empty once I/O failed
   int fd_ = -1;          // current segment; I/O on it only by the flusher or by
                          // rotate() while !flushing_ and pending_ is empty
 };

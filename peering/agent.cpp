@@ -215,7 +215,7 @@ kube::Status Agent::start() {
   foreignClusters_ = std::make_unique<kube::Informer>(*client_, io);
   auto wake = [this](const kube::ObjectPtr&) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       wake_ = true;
     }
     cv_.notify_all();
@@ -247,7 +247,7 @@ kube::Status Agent::authorizeConsumer(const Caller& caller) {
 }
 
 void Agent::loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  base::UniqueLock lock(mu_);
   while (!stopping_) {
     lock.unlock();
     auto now = std::chrono::system_clock::now();
@@ -259,7 +259,10 @@ void Agent::loop() {
       spdlog::error("event=loop_exception error=\"{}\"", e.what());
     }
     lock.lock();
-    cv_.wait_for(lock, config_.loopInterval, [this] { return stopping_ || wake_; });
+    const auto deadline = std::chrono::steady_clock::now() + config_.loopInterval;
+    while (!stopping_ && !wake_) {
+      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+    }
     wake_ = false;
   }
 }
@@ -267,7 +270,7 @@ void Agent::loop() {
 void Agent::providerLoop() {
   // Apart from the consumer loop: calls to a provider that does not answer (up to a call
   // timeout each) must not delay noticing a silent consumer.
-  std::unique_lock<std::mutex> lock(mu_);
+  base::UniqueLock lock(mu_);
   while (!stopping_) {
     lock.unlock();
     auto now = std::chrono::system_clock::now();
@@ -282,13 +285,16 @@ void Agent::providerLoop() {
       spdlog::error("event=loop_exception error=\"{}\"", e.what());
     }
     lock.lock();
-    cv_.wait_for(lock, config_.loopInterval, [this] { return stopping_; });
+    const auto deadline = std::chrono::steady_clock::now() + config_.loopInterval;
+    while (!stopping_) {
+      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+    }
   }
 }
 
 void Agent::stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();

@@ -20,6 +20,7 @@
 #include <string>
 #include <thread>
 
+#include "base/thread_annotations.h"
 #include "kube/client.h"
 #include "kube/informer.h"
 #include "peering/consumer.h"
@@ -104,10 +105,10 @@ class Agent {
   std::thread thread_;
   std::thread providerThread_;
   std::chrono::system_clock::time_point lastOwnedResync_;  // providerLoop only
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;  // guarded by mu_
-  bool wake_ = false;      // guarded by mu_: run the next pass now
+  base::Mutex mu_;
+  std::condition_variable_any cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool wake_ GUARDED_BY(mu_) = false;  // run the next pass now
 };
 
 }  // namespace strait::peering

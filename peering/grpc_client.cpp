@@ -7,6 +7,7 @@
 #include <functional>
 #include <mutex>
 
+#include "base/thread_annotations.h"
 #include "peering/grpc_kubelet.h"
 #include "peering/grpc_status.h"
 #include "peering/transport.h"
@@ -33,7 +34,7 @@ class ClientEventStream final : public EventStream {
   }
   bool read(v1::ReflectionEvent* e) override {
     if (rw_->Read(e)) return true;
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     if (!finished_) {
       grpc::Status st = rw_->Finish();
       finished_ = true;
@@ -46,7 +47,7 @@ class ClientEventStream final : public EventStream {
     return false;
   }
   bool write(const v1::ReflectionEvent& e) override {
-    std::lock_guard<std::mutex> lock(writeMu_);
+    base::MutexLock lock(writeMu_);
     if (cancelled_.load()) return false;
     return rw_->Write(e);
   }
@@ -55,7 +56,7 @@ class ClientEventStream final : public EventStream {
     ctx_.TryCancel();
   }
   kube::Status status() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     return status_;
   }
 
@@ -64,11 +65,11 @@ class ClientEventStream final : public EventStream {
   std::unique_ptr<v1::Reflection::Stub> stub_;
   grpc::ClientContext ctx_;
   std::unique_ptr<grpc::ClientReaderWriter<v1::ReflectionEvent, v1::ReflectionEvent>> rw_;
-  std::mutex writeMu_;
+  base::Mutex writeMu_;
   std::atomic<bool> cancelled_{false};
-  std::mutex mu_;  // guards finished_, status_
-  bool finished_ = false;
-  kube::Status status_ = kube::Status::OK();
+  base::Mutex mu_;
+  bool finished_ GUARDED_BY(mu_) = false;
+  kube::Status status_ GUARDED_BY(mu_) = kube::Status::OK();
 };
 
 class GrpcClient final : public RpcClient {

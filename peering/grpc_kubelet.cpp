@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/thread_annotations.h"
 #include "peering/grpc_auth.h"
 #include "peering/grpc_kubelet.h"
 #include "peering/grpc_status.h"
@@ -30,7 +31,7 @@ class ServerExecStream final : public ExecStream {
       : ctx_(ctx), rw_(rw) {}
   bool read(v1::ExecFrame* frame) override { return rw_->Read(frame); }
   bool write(const v1::ExecFrame& frame) override {
-    std::lock_guard<std::mutex> lock(writeMu_);
+    base::MutexLock lock(writeMu_);
     return rw_->Write(frame);
   }
   void writesDone() override {}
@@ -41,7 +42,7 @@ class ServerExecStream final : public ExecStream {
  private:
   grpc::ServerContext* ctx_;
   grpc::ServerReaderWriter<v1::ExecFrame, v1::ExecFrame>* rw_;
-  std::mutex writeMu_;
+  base::Mutex writeMu_;
 };
 
 class RemoteKubeletServiceImpl final : public v1::RemoteKubelet::Service {
@@ -94,9 +95,13 @@ class CancelWatcher {
   CancelWatcher(grpc::ClientContext& ctx, const std::function<bool()>& cancelled) {
     if (!cancelled) return;
     thread_ = std::thread([this, &ctx, cancelled] {
-      std::unique_lock<std::mutex> lock(mu_);
+      base::UniqueLock lock(mu_);
       while (!done_) {
-        if (cv_.wait_for(lock, 200ms, [this] { return done_; })) break;
+        const auto deadline = std::chrono::steady_clock::now() + 200ms;
+        while (!done_) {
+          if (cv_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+        }
+        if (done_) break;
         if (cancelled()) {
           fired_ = true;
           ctx.TryCancel();
@@ -107,22 +112,22 @@ class CancelWatcher {
   }
   ~CancelWatcher() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       done_ = true;
     }
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
   }
   bool fired() {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     return fired_;
   }
 
  private:
-  std::mutex mu_;  // guards done_, fired_
-  std::condition_variable cv_;
-  bool done_ = false;
-  bool fired_ = false;
+  base::Mutex mu_;
+  std::condition_variable_any cv_;
+  bool done_ GUARDED_BY(mu_) = false;
+  bool fired_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
@@ -138,11 +143,11 @@ class ClientExecStream final : public ExecStream {
   }
   bool read(v1::ExecFrame* frame) override { return rw_->Read(frame); }
   bool write(const v1::ExecFrame& frame) override {
-    std::lock_guard<std::mutex> lock(writeMu_);
+    base::MutexLock lock(writeMu_);
     return !writesDone_ && rw_->Write(frame);
   }
   void writesDone() override {
-    std::lock_guard<std::mutex> lock(writeMu_);
+    base::MutexLock lock(writeMu_);
     if (writesDone_) return;
     writesDone_ = true;
     rw_->WritesDone();
@@ -158,8 +163,8 @@ class ClientExecStream final : public ExecStream {
  private:
   grpc::ClientContext ctx_;
   std::unique_ptr<grpc::ClientReaderWriter<v1::ExecFrame, v1::ExecFrame>> rw_;
-  std::mutex writeMu_;  // guards writesDone_ and serializes writes
-  bool writesDone_ = false;
+  base::Mutex writeMu_;  // also serializes writes
+  bool writesDone_ GUARDED_BY(writeMu_) = false;
   bool finished_ = false;  // finish() called (by the reading thread)
 };
 

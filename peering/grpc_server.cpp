@@ -18,6 +18,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "base/thread_annotations.h"
 #include "peering/grpc_auth.h"
 #include "peering/grpc_kubelet.h"
 #include "peering/grpc_status.h"
@@ -43,7 +44,7 @@ class ServerEventStream final : public EventStream {
     return rw_->Read(e);
   }
   bool write(const v1::ReflectionEvent& e) override {
-    std::lock_guard<std::mutex> lock(writeMu_);
+    base::MutexLock lock(writeMu_);
     if (cancelled_.load()) return false;
     return rw_->Write(e);
   }
@@ -55,7 +56,7 @@ class ServerEventStream final : public EventStream {
  private:
   grpc::ServerContext* ctx_;
   grpc::ServerReaderWriter<v1::ReflectionEvent, v1::ReflectionEvent>* rw_;
-  std::mutex writeMu_;
+  base::Mutex writeMu_;
   std::atomic<bool> cancelled_{false};
 };
 
@@ -157,6 +158,7 @@ class GrpcServer final : public RpcServer {
       builder.RegisterService(kubelet_.get());
     }
     builder.SetMaxReceiveMessageSize(16 << 20);
+    base::MutexLock lock(mu_);
     server_ = builder.BuildAndStart();
     if (!server_ || port_ == 0) {
       server_.reset();
@@ -169,7 +171,7 @@ class GrpcServer final : public RpcServer {
   }
   int port() const override { return port_; }
   void shutdown(std::chrono::milliseconds grace) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     if (server_) {
       server_->Shutdown(std::chrono::system_clock::now() + grace);
       server_->Wait();
@@ -182,8 +184,8 @@ class GrpcServer final : public RpcServer {
   ReflectionServiceImpl reflection_;
   std::unique_ptr<grpc::Service> kubelet_;
   int port_ = 0;
-  std::mutex mu_;  // guards server_
-  std::unique_ptr<grpc::Server> server_;
+  base::Mutex mu_;
+  std::unique_ptr<grpc::Server> server_ GUARDED_BY(mu_);
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <condition_variable>
 
+#include "base/thread_annotations.h"
 #include "peering/link.h"
 #include "peering/link_io.h"
 
@@ -22,15 +23,15 @@ struct LinkDialer::Impl {
   std::atomic<bool> killing{false};  // relaying connections end too
   std::thread manager;
   linkio::ThreadSet conns;
-  mutable std::mutex mu;  // guards the fields below
-  std::condition_variable cv;
-  int standby = 0;
-  int dialing = 0;
-  int relayingCount = 0;
-  bool lastFailed = false;
-  std::string consumerId;
-  std::string lastError;
-  std::set<Conn*> open;  // idle and relaying, for abort at stop
+  mutable base::Mutex mu;
+  std::condition_variable_any cv;
+  int standby GUARDED_BY(mu) = 0;
+  int dialing GUARDED_BY(mu) = 0;
+  int relayingCount GUARDED_BY(mu) = 0;
+  bool lastFailed GUARDED_BY(mu) = false;
+  std::string consumerId GUARDED_BY(mu);
+  std::string lastError GUARDED_BY(mu);
+  std::set<Conn*> open GUARDED_BY(mu);  // idle and relaying, for abort at stop
 
   void manage();
   void connection();
@@ -42,7 +43,7 @@ struct LinkDialer::Impl {
 
 void LinkDialer::Impl::manage() {
   std::chrono::milliseconds backoff = opt.minBackoff;
-  std::unique_lock<std::mutex> lock(mu);
+  base::UniqueLock lock(mu);
   while (!stopping) {
     if (standby + dialing >= opt.standby) {
       cv.wait_for(lock, std::chrono::seconds(1));
@@ -52,7 +53,7 @@ void LinkDialer::Impl::manage() {
     lock.unlock();
     conns.spawn([this] { connection(); });
     lock.lock();
-    cv.wait(lock, [this] { return stopping || dialing == 0; });
+    while (!stopping && dialing != 0) cv.wait(lock);
     if (lastFailed) {
       cv.wait_for(lock, backoff, [this] { return stopping.load(); });
       backoff = std::min(backoff * 2, opt.maxBackoff);
@@ -128,7 +129,7 @@ void LinkDialer::Impl::connection() {
   std::string consumer;
   kube::Result<std::unique_ptr<Conn>> c = dial(&consumer);
   {
-    std::lock_guard<std::mutex> lock(mu);
+    base::MutexLock lock(mu);
     --dialing;
     lastFailed = !c.ok();
     if (!c.ok()) {
@@ -156,7 +157,7 @@ void LinkDialer::Impl::connection() {
   std::string error;
   if (taken) local = linkio::connectTo(opt.localTarget, opt.timing.ioTimeout, &error);
   {
-    std::lock_guard<std::mutex> lock(mu);
+    base::MutexLock lock(mu);
     --standby;
     if (local >= 0) ++relayingCount;
     if (standby == 0 && !taken && !stopping) {
@@ -171,7 +172,7 @@ void LinkDialer::Impl::connection() {
     if (linkio::writeAll(conn, "A", opt.timing.ioTimeout)) linkio::splice(conn, local, killing);
     ::close(local);
   }
-  std::lock_guard<std::mutex> lock(mu);
+  base::MutexLock lock(mu);
   if (local >= 0) --relayingCount;
   open.erase(&conn);
   cv.notify_all();
@@ -193,26 +194,29 @@ kube::Result<std::unique_ptr<LinkDialer>> LinkDialer::start(Options options) {
 }
 
 bool LinkDialer::linked() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  base::MutexLock lock(impl_->mu);
   return impl_->standby > 0;
 }
 
 std::string LinkDialer::consumerId() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  base::MutexLock lock(impl_->mu);
   return impl_->consumerId;
 }
 
 std::string LinkDialer::lastError() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  base::MutexLock lock(impl_->mu);
   return impl_->lastError;
 }
 
 void LinkDialer::stop(std::chrono::milliseconds grace) {
   if (!impl_ || impl_->stopping.exchange(true)) return;
   {
-    std::unique_lock<std::mutex> lock(impl_->mu);
+    base::UniqueLock lock(impl_->mu);
     impl_->cv.notify_all();
-    impl_->cv.wait_for(lock, grace, [this] { return impl_->relayingCount == 0; });
+    const auto deadline = std::chrono::steady_clock::now() + grace;
+    while (impl_->relayingCount != 0) {
+      if (impl_->cv.wait_until(lock, deadline) == std::cv_status::timeout) break;
+    }
     impl_->killing = true;
     for (Conn* c : impl_->open) c->abort();
   }

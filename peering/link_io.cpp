@@ -328,7 +328,7 @@ bool readLine(Conn& c, std::string* line, std::chrono::milliseconds timeout) {
 }
 
 void ThreadSet::spawn(std::function<void()> fn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   for (auto it = entries_.begin(); it != entries_.end();) {
     if (it->done->load()) {
       it->thread.join();
@@ -348,7 +348,7 @@ void ThreadSet::spawn(std::function<void()> fn) {
 void ThreadSet::joinAll() {
   std::list<Entry> all;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     all.swap(entries_);
   }
   for (Entry& e : all) e.thread.join();

@@ -23,6 +23,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/thread_annotations.h"
 #include "kube/pki.h"
 #include "kube/status.h"
 
@@ -104,8 +105,8 @@ class ThreadSet {
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> done;
   };
-  std::mutex mu_;
-  std::list<Entry> entries_;
+  base::Mutex mu_;
+  std::list<Entry> entries_ GUARDED_BY(mu_);
 };
 
 }  // namespace strait::peering::linkio

@@ -10,6 +10,7 @@
 #include <map>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "peering/link.h"
 #include "peering/link_io.h"
 
@@ -44,11 +45,12 @@ struct LinkListener::Impl {
   std::thread acceptor;
   std::thread watcher;
   linkio::ThreadSet workers;
-  mutable std::mutex mu;  // guards the fields below
-  std::condition_variable cv;
-  std::map<std::string, std::deque<std::unique_ptr<Standby>>> pools;  // by provider ID
-  std::map<std::string, std::unique_ptr<Forwarder>> forwarders;       // by provider ID
-  std::set<Conn*> relaying;
+  mutable base::Mutex mu;
+  std::condition_variable_any cv;
+  // By provider ID.
+  std::map<std::string, std::deque<std::unique_ptr<Standby>>> pools GUARDED_BY(mu);
+  std::map<std::string, std::unique_ptr<Forwarder>> forwarders GUARDED_BY(mu);
+  std::set<Conn*> relaying GUARDED_BY(mu);
 
   void acceptLoop();
   void admit(int fd);
@@ -99,7 +101,7 @@ void LinkListener::Impl::admit(int c) {
   auto s = std::make_unique<Standby>();
   s->conn = std::move(*conn);
   s->lastSeen = s->lastPing = Clock::now();
-  std::lock_guard<std::mutex> lock(mu);
+  base::MutexLock lock(mu);
   if (stopping) return;
   auto& pool = pools[claimed];
   if (pool.empty()) spdlog::info("event=link_up provider={}", claimed);
@@ -112,14 +114,14 @@ void LinkListener::Impl::watchLoop() {
   while (!stopping) {
     fds.clear();
     {
-      std::lock_guard<std::mutex> lock(mu);
+      base::MutexLock lock(mu);
       for (auto& [id, pool] : pools) {
         for (auto& s : pool) fds.push_back({s->conn->fd(), POLLIN, 0});
       }
     }
     ::poll(fds.data(), fds.size(), 250);
     auto now = Clock::now();
-    std::lock_guard<std::mutex> lock(mu);
+    base::MutexLock lock(mu);
     for (auto it = pools.begin(); it != pools.end();) {
       auto& [id, pool] = *it;
       bool had = !pool.empty();
@@ -155,11 +157,13 @@ void LinkListener::Impl::watchLoop() {
 }
 
 std::unique_ptr<Conn> LinkListener::Impl::take(const std::string& providerId) {
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait_for(lock, opt.waitForStandby, [&] {
+  base::UniqueLock lock(mu);
+  const auto deadline = std::chrono::steady_clock::now() + opt.waitForStandby;
+  for (;;) {
     auto it = pools.find(providerId);
-    return stopping || (it != pools.end() && !it->second.empty());
-  });
+    if (stopping || (it != pools.end() && !it->second.empty())) break;
+    if (cv.wait_until(lock, deadline) == std::cv_status::timeout) break;
+  }
   auto it = pools.find(providerId);
   if (stopping || it == pools.end() || it->second.empty()) return nullptr;
   std::unique_ptr<Conn> c = std::move(it->second.front()->conn);
@@ -180,11 +184,11 @@ void LinkListener::Impl::relay(const std::string& providerId, int localFd) {
     }
     if (ch != 'A') continue;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      base::MutexLock lock(mu);
       relaying.insert(c.get());
     }
     linkio::splice(*c, localFd, stopping);
-    std::lock_guard<std::mutex> lock(mu);
+    base::MutexLock lock(mu);
     relaying.erase(c.get());
     break;
   }
@@ -233,7 +237,7 @@ kube::Result<std::unique_ptr<LinkListener>> LinkListener::start(Options options)
 int LinkListener::port() const { return impl_->port; }
 
 kube::Result<std::string> LinkListener::forwardEndpoint(const std::string& providerId) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  base::MutexLock lock(impl_->mu);
   auto it = impl_->forwarders.find(providerId);
   if (it == impl_->forwarders.end()) {
     auto f = std::make_unique<Forwarder>();
@@ -251,7 +255,7 @@ kube::Result<std::string> LinkListener::forwardEndpoint(const std::string& provi
 }
 
 bool LinkListener::linked(const std::string& providerId) const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  base::MutexLock lock(impl_->mu);
   auto it = impl_->pools.find(providerId);
   return it != impl_->pools.end() && !it->second.empty();
 }
@@ -259,7 +263,7 @@ bool LinkListener::linked(const std::string& providerId) const {
 void LinkListener::retain(const std::set<std::string>& providerIds) {
   std::vector<std::unique_ptr<Forwarder>> dropped;
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    base::MutexLock lock(impl_->mu);
     for (auto it = impl_->forwarders.begin(); it != impl_->forwarders.end();) {
       if (providerIds.count(it->first)) {
         ++it;
@@ -283,7 +287,7 @@ void LinkListener::retain(const std::set<std::string>& providerIds) {
 void LinkListener::stop() {
   if (!impl_ || impl_->stopping.exchange(true)) return;
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    base::MutexLock lock(impl_->mu);
     for (Conn* c : impl_->relaying) c->abort();
     impl_->cv.notify_all();
   }
@@ -291,12 +295,12 @@ void LinkListener::stop() {
   if (impl_->watcher.joinable()) impl_->watcher.join();
   std::map<std::string, std::unique_ptr<Forwarder>> forwarders;
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    base::MutexLock lock(impl_->mu);
     forwarders.swap(impl_->forwarders);
   }
   for (auto& [id, f] : forwarders) impl_->closeForwarder(std::move(f));
   impl_->workers.joinAll();
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  base::MutexLock lock(impl_->mu);
   impl_->pools.clear();
   ::close(impl_->fd);
 }

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "base/thread_annotations.h"
 #include "peering/policy.h"
 #include "peering/summary.h"
 #include "peering/transport.h"
@@ -38,36 +39,36 @@ class LivePeering {
   // The current mTLS client to the provider agent. It is replaced when the certificate is
   // renewed: take it anew for each connection rather than keeping it.
   std::shared_ptr<RpcClient> rpc() const {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(mu_);
     return rpc_;
   }
   // The grant and provider summary of the last answered heartbeat.
   ResourceMap grant() const {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(mu_);
     return grant_;
   }
   ProviderSummary summary() const {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(mu_);
     return summary_;
   }
 
   // Called by ConsumerController.
   void setRpc(std::shared_ptr<RpcClient> rpc) {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(mu_);
     rpc_ = std::move(rpc);
   }
   void setHeartbeat(ResourceMap grant, ProviderSummary summary) {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(mu_);
     grant_ = std::move(grant);
     summary_ = std::move(summary);
   }
 
  private:
   const std::string consumerId_, providerId_, providerName_, tenantNamespace_;
-  mutable std::mutex mu_;  // guards the fields below
-  std::shared_ptr<RpcClient> rpc_;
-  ResourceMap grant_;
-  ProviderSummary summary_;
+  mutable base::Mutex mu_;
+  std::shared_ptr<RpcClient> rpc_ GUARDED_BY(mu_);
+  ResourceMap grant_ GUARDED_BY(mu_);
+  ProviderSummary summary_ GUARDED_BY(mu_);
 };
 
 // Implemented above peering/. Both methods are called from the agent's loop thread, in order

@@ -51,7 +51,7 @@ ProviderService::ProviderService(const ClusterIdentity& identity, kube::Client& 
 kube::Status ProviderService::load() {
   kube::Result<json> list = client_.list(kForeignClusters, "");
   if (!list.ok()) return list.error();
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   auto now = std::chrono::system_clock::now();
   for (const json& fc : list->value("items", json::array())) {
     if (fc.value("/spec/role"_json_pointer, std::string()) != kRoleConsumer) continue;
@@ -223,7 +223,7 @@ kube::Status ProviderService::join(const Caller& caller, const v1::JoinRequest& 
   ResourceMap requested = fromProto(req.requested());
   ResourceMap granted;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     kube::Result<ResourceMap> g = computeGrant(consumerId, requested);
     if (!g.ok()) return g.error();
     granted = *g;
@@ -239,7 +239,7 @@ kube::Status ProviderService::join(const Caller& caller, const v1::JoinRequest& 
       consumerId, req.consumer_name(), requested, granted, endpoint, mode);
   if (!fcName.ok()) return fcName.error();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     consumers_[consumerId].fcName = *fcName;
   }
   resp->set_provider_id(identity_.clusterId);
@@ -255,7 +255,7 @@ kube::Status ProviderService::join(const Caller& caller, const v1::JoinRequest& 
 }
 
 kube::Status ProviderService::requireActive(const Caller& caller, Consumer* out) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   auto it = consumers_.find(caller.clusterId);
   if (it == consumers_.end()) {
     return makeError(Code::Forbidden, "no active peering for cluster " + caller.clusterId +
@@ -292,7 +292,7 @@ kube::Status ProviderService::heartbeat(const Caller& caller, const v1::Heartbea
   if (kube::Status s = requireActive(caller, &c); !s.ok()) return s;
   UsageSource usageSource;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     usageSource = usageSource_;
   }
   std::optional<ResourceMap> counted =
@@ -312,7 +312,7 @@ kube::Status ProviderService::heartbeat(const Caller& caller, const v1::Heartbea
   auto now = std::chrono::system_clock::now();
   bool writeStatus = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     auto it = consumers_.find(caller.clusterId);
     if (it == consumers_.end()) return makeError(Code::Forbidden, "peering revoked");
     Consumer& cur = it->second;
@@ -346,7 +346,7 @@ kube::Status ProviderService::heartbeat(const Caller& caller, const v1::Heartbea
 }
 
 ProviderSummary ProviderService::currentSummary(std::chrono::system_clock::time_point now) {
-  std::lock_guard<std::mutex> lock(summaryMu_);
+  base::MutexLock lock(summaryMu_);
   // One NodeList and PodList per interval however many consumers heartbeat.
   if (summaryAt_.time_since_epoch().count() != 0 && now >= summaryAt_ &&
       now - summaryAt_ < config_.summaryMaxAge) {
@@ -367,7 +367,7 @@ ProviderSummary ProviderService::currentSummary(std::chrono::system_clock::time_
 
 kube::Result<int> ProviderService::cleanupConsumer(const std::string& consumerId) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     consumers_.erase(consumerId);
   }
   int deleted = 0;
@@ -448,7 +448,7 @@ void ProviderService::scanRevocations() {
 void ProviderService::markSilentConsumers(std::chrono::system_clock::time_point now) {
   std::vector<std::pair<std::string, std::string>> lost;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     for (auto& [id, c] : consumers_) {
       if (c.connected && now - c.lastHeartbeat > config_.consumerLostAfter) {
         c.connected = false;
@@ -487,7 +487,7 @@ void ProviderService::sweepExpiredTokens(std::chrono::system_clock::time_point n
 kube::Status ProviderService::checkGrant(const std::string& consumerId, const json& pod) {
   ResourceMap granted;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     auto it = consumers_.find(consumerId);
     if (it == consumers_.end()) return makeError(Code::Forbidden, "peering revoked");
     granted = it->second.granted;
@@ -515,7 +515,7 @@ kube::Status ProviderService::admitPodWithUsage(const std::string& consumerId, c
                                                 const ResourceMap& used) {
   ResourceMap granted;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     auto it = consumers_.find(consumerId);
     if (it == consumers_.end()) return makeError(Code::Forbidden, "peering revoked");
     granted = it->second.granted;
@@ -547,7 +547,7 @@ kube::Status ProviderService::stream(const Caller& caller, EventStream& s) {
   if (kube::Status st = requireActive(caller, nullptr); !st.ok()) return st;
   StreamHandler handler;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     handler = streamHandler_;
   }
   if (!handler) return PeeringHandler::stream(caller, s);
@@ -555,17 +555,17 @@ kube::Status ProviderService::stream(const Caller& caller, EventStream& s) {
 }
 
 void ProviderService::setStreamHandler(StreamHandler handler) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   streamHandler_ = std::move(handler);
 }
 
 void ProviderService::setUsageSource(UsageSource source) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   usageSource_ = std::move(source);
 }
 
 bool ProviderService::isActive(const std::string& consumerId) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   return consumers_.count(consumerId) > 0;
 }
 

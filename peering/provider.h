@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 
+#include "base/thread_annotations.h"
 #include "kube/client.h"
 #include "kube/pod_security.h"
 #include "peering/identity.h"
@@ -112,8 +113,9 @@ class ProviderService final : public PeeringHandler {
   void sweepExpiredTokens(std::chrono::system_clock::time_point now);
   kube::Status checkToken(const std::string& tokenText, const std::string& consumerId);
   kube::Status requireActive(const Caller& caller, Consumer* out);
+  // Lists Nodes and Pods; called with mu_ held, which serializes grant decisions.
   kube::Result<ResourceMap> computeGrant(const std::string& consumerId,
-                                         const ResourceMap& requested);
+                                         const ResourceMap& requested) REQUIRES(mu_);
   kube::Result<std::string> upsertForeignCluster(const std::string& consumerId,
                                                  const std::string& consumerName,
                                                  const ResourceMap& requested,
@@ -137,14 +139,14 @@ class ProviderService final : public PeeringHandler {
   std::chrono::system_clock::time_point lastRevocationScan_;
   std::chrono::system_clock::time_point lastTokenSweep_;
 
-  std::mutex mu_;  // protects consumers_, streamHandler_ and serializes grant decisions
-  StreamHandler streamHandler_;
-  UsageSource usageSource_;
-  std::map<std::string, Consumer> consumers_;  // by consumer cluster ID
+  base::Mutex mu_;  // also serializes grant decisions
+  StreamHandler streamHandler_ GUARDED_BY(mu_);
+  UsageSource usageSource_ GUARDED_BY(mu_);
+  std::map<std::string, Consumer> consumers_ GUARDED_BY(mu_);  // by consumer cluster ID
 
-  std::mutex summaryMu_;  // protects the two fields below (held while listing)
-  ProviderSummary summary_;
-  std::chrono::system_clock::time_point summaryAt_;
+  base::Mutex summaryMu_;  // held while listing
+  ProviderSummary summary_ GUARDED_BY(summaryMu_);
+  std::chrono::system_clock::time_point summaryAt_ GUARDED_BY(summaryMu_);
 };
 
 }  // namespace strait::peering

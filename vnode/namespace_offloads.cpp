@@ -35,7 +35,7 @@ void NamespaceOffloads::stop() {
 bool NamespaceOffloads::hasSynced() const { return informer_ && informer_->hasSynced(); }
 
 reflection::NamingStrategy NamespaceOffloads::naming(std::string_view localNs) const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(mu_);
   auto it = naming_.find(localNs);
   return it == naming_.end() ? fallback_ : it->second;
 }
@@ -47,7 +47,7 @@ void NamespaceOffloads::observe(const json& nsObj, bool deleted) {
   const bool here = !deleted && o.offloaded && (o.provider.empty() || o.provider == providerName_);
   reflection::NamingStrategy released{};
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(mu_);
     if (here) {
       naming_[name] = o.naming;
       offloaded_.insert(name);

@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/thread_annotations.h"
 #include "kube/client.h"
 #include "reflection/namespace_mapping.h"
 
@@ -57,9 +58,9 @@ class NamespaceOffloads {
   const reflection::NamingStrategy fallback_;
   std::unique_ptr<kube::Informer> informer_;
   ReleasedFn onReleased_;
-  mutable std::mutex mu_;  // guards the fields below
-  std::map<std::string, reflection::NamingStrategy, std::less<>> naming_;
-  std::set<std::string> offloaded_;  // offloaded to this provider now
+  mutable base::Mutex mu_;
+  std::map<std::string, reflection::NamingStrategy, std::less<>> naming_ GUARDED_BY(mu_);
+  std::set<std::string> offloaded_ GUARDED_BY(mu_);  // offloaded to this provider now
 };
 
 }  // namespace strait::vnode

@@ -104,7 +104,7 @@ kube::Status NodeController::syncNode() {
 
   json stored;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     stored = node_;
   }
   if (stored.is_null()) {
@@ -122,7 +122,7 @@ kube::Status NodeController::syncNode() {
     if (!created.ok()) return created.error();
     spdlog::info("event=vnode_registered node={} ready={} allocatable=\"{}\"", name_,
                  readiness.ready, peering::formatResources(allocatable));
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     node_ = *created;
     lastStatusWrite_ = std::chrono::steady_clock::now();
     ++writes_;
@@ -137,25 +137,25 @@ kube::Status NodeController::syncNode() {
       merged.value("spec", json()) != stored.value("spec", json())) {
     kube::Result<json> updated = client_.update(res::kNodes, "", merged);
     if (!updated.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
+      base::MutexLock lock(mu_);
       node_ = json();  // re-read next round (Conflict or otherwise)
       return updated.error();
     }
     stored = *updated;
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     node_ = stored;
     ++writes_;
   }
 
   bool statusDue;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     statusDue = std::chrono::steady_clock::now() - lastStatusWrite_ >= opts_.statusInterval;
   }
   json withStatus = stored;
   withStatus["status"] = built["status"];
   if (!statusDue && comparable(withStatus)["status"] == comparable(stored)["status"]) {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     node_ = stored;
     return kube::Status::OK();
   }
@@ -164,7 +164,7 @@ kube::Status NodeController::syncNode() {
                  nodeReadyStatus(withStatus), readiness.reason, readiness.message);
   }
   kube::Result<json> updated = kube::updateStatus(client_, res::kNodes, "", withStatus);
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   if (!updated.ok()) {
     node_ = json();
     return updated.error();
@@ -179,7 +179,7 @@ std::chrono::milliseconds NodeController::renewLease() { return lease_->tick(); 
 
 kube::Status NodeController::start() {
   if (kube::Status s = validate(); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   if (thread_.joinable()) return kube::Status::OK();
   thread_ = std::jthread([this](std::stop_token st) { run(st); });
   return kube::Status::OK();
@@ -188,7 +188,7 @@ kube::Status NodeController::start() {
 void NodeController::stop() {
   std::jthread t;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     t = std::move(thread_);
   }
   if (t.joinable()) {
@@ -211,18 +211,18 @@ void NodeController::run(std::stop_token stop) {
     auto now = std::chrono::steady_clock::now();
     if (now >= nextLease) nextLease = now + renewLease();
     auto wake = std::min(std::chrono::steady_clock::now() + opts_.pollInterval, nextLease);
-    std::unique_lock<std::mutex> lock(mu_);
+    base::UniqueLock lock(mu_);
     cv_.wait_until(lock, stop, wake, [] { return false; });
   }
 }
 
 json NodeController::lastNode() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   return node_;
 }
 
 uint64_t NodeController::writes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   return writes_;
 }
 

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/thread_annotations.h"
 #include "kube/client.h"
 #include "vnode/capacity.h"
 #include "vnode/lease.h"
@@ -80,12 +81,12 @@ class NodeController {
   std::unique_ptr<ClientLeaseStore> leaseStore_;
   std::unique_ptr<LeaseRenewer> lease_;
 
-  mutable std::mutex mu_;  // guards the fields below
+  mutable base::Mutex mu_;
   std::condition_variable_any cv_;
-  nlohmann::json node_;  // last stored Node
-  std::chrono::steady_clock::time_point lastStatusWrite_{};
-  uint64_t writes_ = 0;
-  std::jthread thread_;
+  nlohmann::json node_ GUARDED_BY(mu_);  // last stored Node
+  std::chrono::steady_clock::time_point lastStatusWrite_ GUARDED_BY(mu_){};
+  uint64_t writes_ GUARDED_BY(mu_) = 0;
+  std::jthread thread_ GUARDED_BY(mu_);
 };
 
 }  // namespace strait::vnode

@@ -17,30 +17,30 @@ steady_clock::time_point StreamHealth::now() const {
 }
 
 void StreamHealth::onConnected() {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   connected_ = true;
   lastAlive_ = now();
 }
 
 void StreamHealth::onMessage() {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   if (connected_) lastAlive_ = now();
 }
 
 void StreamHealth::onDisconnected() {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   // Down since the last proof of life: a stream that went silent before it failed has been
   // down since it went silent.
   connected_ = false;
 }
 
 bool StreamHealth::everConnected() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   return lastAlive_.has_value();
 }
 
 Readiness StreamHealth::readiness() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(mu_);
   Readiness r;
   if (!lastAlive_) {
     r.reason = "ReflectionStreamNotConnected";

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 
+#include "base/thread_annotations.h"
 #include "vnode/node_builder.h"
 
 namespace strait::vnode {
@@ -49,14 +50,13 @@ class StreamHealth {
   const std::chrono::milliseconds grace_;
   const Clock clock_;
 
-  // State below is protected by mu_.
-  mutable std::mutex mu_;
-  bool connected_ = false;
+  mutable base::Mutex mu_;
+  bool connected_ GUARDED_BY(mu_) = false;
   // The last proof of life (connect or message while connected).
-  std::optional<std::chrono::steady_clock::time_point> lastAlive_;
+  std::optional<std::chrono::steady_clock::time_point> lastAlive_ GUARDED_BY(mu_);
   // Its wall-clock time for messages, computed once per lastAlive_ value.
-  mutable std::chrono::steady_clock::time_point sinceFor_{};
-  mutable std::string since_;
+  mutable std::chrono::steady_clock::time_point sinceFor_ GUARDED_BY(mu_){};
+  mutable std::string since_ GUARDED_BY(mu_);
 };
 
 }  // namespace strait::vnode

@@ -38,7 +38,7 @@ kube::Status VirtualKubelet::start() {
     return kube::makeError(kube::Code::Invalid, "virtual kubelet: pod workers must be positive");
   }
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(mu_);
     if (started_) return kube::makeError(kube::Code::Invalid, "virtual kubelet already started");
     started_ = true;
   }

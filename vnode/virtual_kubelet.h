@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 
+#include "base/thread_annotations.h"
 #include "kube/client.h"
 #include "peering/observer.h"
 #include "reflection/namespace_mapping.h"
@@ -86,8 +87,8 @@ class VirtualKubelet {
   std::unique_ptr<NodeController> node_;
   std::unique_ptr<KubeletServer> kubelet_;
 
-  std::mutex mu_;  // guards started_
-  bool started_ = false;
+  base::Mutex mu_;
+  bool started_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace strait::vnode

@@ -25,7 +25,7 @@ void VirtualKubeletManager::peeringUp(std::shared_ptr<peering::LivePeering> peer
   std::unique_ptr<VirtualKubelet> previous;
   int port = 0;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(mu_);
     if (stopped_) return;
     auto it = kubelets_.find(id);
     if (it != kubelets_.end()) {
@@ -53,7 +53,7 @@ void VirtualKubeletManager::peeringUp(std::shared_ptr<peering::LivePeering> peer
     vk->stop();
     return;
   }
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(mu_);
   if (stopped_) return;  // vk stops as it goes out of scope
   kubelets_[id] = std::move(vk);
 }
@@ -61,7 +61,7 @@ void VirtualKubeletManager::peeringUp(std::shared_ptr<peering::LivePeering> peer
 void VirtualKubeletManager::peeringDown(const std::string& providerId) {
   std::unique_ptr<VirtualKubelet> vk;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(mu_);
     ports_.erase(providerId);
     auto it = kubelets_.find(providerId);
     if (it == kubelets_.end()) return;
@@ -76,7 +76,7 @@ void VirtualKubeletManager::peeringDown(const std::string& providerId) {
 void VirtualKubeletManager::stop() {
   std::map<std::string, std::unique_ptr<VirtualKubelet>> all;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(mu_);
     stopped_ = true;
     all.swap(kubelets_);
   }
@@ -84,7 +84,7 @@ void VirtualKubeletManager::stop() {
 }
 
 std::vector<std::string> VirtualKubeletManager::nodeNames() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(mu_);
   std::vector<std::string> out;
   for (const auto& [id, vk] : kubelets_) out.push_back(vk->nodeName());
   std::sort(out.begin(), out.end());

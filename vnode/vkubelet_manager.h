@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "kube/client.h"
 #include "peering/observer.h"
 #include "vnode/virtual_kubelet.h"
@@ -45,10 +46,12 @@ class VirtualKubeletManager final : public peering::PeeringObserver {
  private:
   kube::Client& local_;
   const VirtualKubeletOptions templ_;
-  mutable std::mutex mu_;  // guards the fields below
-  std::map<std::string, std::unique_ptr<VirtualKubelet>> kubelets_;  // by provider ID
-  std::map<std::string, int> ports_;  // kubelet port by provider ID, while peered
-  bool stopped_ = false;
+  mutable base::Mutex mu_;
+  // By provider ID.
+  std::map<std::string, std::unique_ptr<VirtualKubelet>> kubelets_ GUARDED_BY(mu_);
+  // Kubelet port by provider ID, while peered.
+  std::map<std::string, int> ports_ GUARDED_BY(mu_);
+  bool stopped_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace strait::vnode

@@ -152,7 +152,7 @@ kube::Status WebhookServer::reconcileConfiguration(bool* changed) {
 
 void WebhookServer::queueNamespace(const std::string& ns) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     pendingNamespaces_.insert(ns);
   }
   cv_.notify_all();
@@ -160,7 +160,7 @@ void WebhookServer::queueNamespace(const std::string& ns) {
 
 void WebhookServer::resyncLoop() {
   int pass = 0;
-  std::unique_lock<std::mutex> lock(mu_);
+  base::UniqueLock lock(mu_);
   while (!stopping_) {
     std::set<std::string> namespaces;
     namespaces.swap(pendingNamespaces_);
@@ -190,8 +190,10 @@ void WebhookServer::resyncLoop() {
       }
     }
     lock.lock();
-    cv_.wait_for(lock, opts_.resyncInterval,
-                 [this] { return stopping_ || !pendingNamespaces_.empty(); });
+    const auto deadline = std::chrono::steady_clock::now() + opts_.resyncInterval;
+    while (!stopping_ && pendingNamespaces_.empty()) {
+      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+    }
   }
 }
 
@@ -241,7 +243,7 @@ kube::Status WebhookServer::start() {
   if (kube::Status st = reconcileConfiguration(); !st.ok()) return st;
   spdlog::info("event=webhook_started url={} configuration={}", url(), opts_.configName);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     stopping_ = false;
   }
   resync_ = std::thread([this] { resyncLoop(); });
@@ -250,7 +252,7 @@ kube::Status WebhookServer::start() {
 
 void WebhookServer::stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();

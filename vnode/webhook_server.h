@@ -27,6 +27,7 @@
 #include <string>
 #include <thread>
 
+#include "base/thread_annotations.h"
 #include "kube/client.h"
 #include "kube/pki.h"
 #include "vnode/toleration_webhook.h"
@@ -85,10 +86,11 @@ class WebhookServer {
   std::unique_ptr<kube::Informer> namespaces_;
   std::unique_ptr<HttpsEndpoint> server_;
   std::thread resync_;
-  std::mutex mu_;  // guards the fields below
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  std::set<std::string> pendingNamespaces_;  // offloaded since the last repair pass
+  base::Mutex mu_;
+  std::condition_variable_any cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  // Offloaded since the last repair pass.
+  std::set<std::string> pendingNamespaces_ GUARDED_BY(mu_);
 };
 
 }  // namespace strait::vnode
