@@ -138,8 +138,8 @@ void StreamClient::runConnection(peering::EventStream& s) {
   std::thread reader([this, &s] {
     v1::ReflectionEvent e;
     while (s.read(&e)) {
-      messagesIn_++;
-      bytesIn_ += e.ByteSizeLong();
+      counters_.messagesIn++;
+      counters_.bytesIn += e.ByteSizeLong();
       lastReceivedMs_ = nowMs();
       if (!connected_.load()) {
         base::MutexLock lock(mu_);
@@ -267,8 +267,8 @@ bool StreamClient::send(const StreamMessage& m) {
   }
   if (!s) return false;
   v1::ReflectionEvent e = encodeStreamMessage(m);
-  messagesOut_++;
-  bytesOut_ += e.ByteSizeLong();
+  counters_.messagesOut++;
+  counters_.bytesOut += e.ByteSizeLong();
   return s->write(e);
 }
 
@@ -289,8 +289,8 @@ kube::Result<json> StreamClient::call(StreamMessage m) {
     pending_.erase(m.seq);
     return kube::makeError(kube::Code::Unavailable, "the reflection stream broke");
   }
-  if (m.type == StreamMessageType::Apply) applies_++;
-  if (m.type == StreamMessageType::Delete) deletes_++;
+  if (m.type == StreamMessageType::Apply) counters_.applies++;
+  if (m.type == StreamMessageType::Delete) counters_.deletes++;
   base::UniqueLock lock(mu_);
   bool answered = p->cv.wait_for(lock, opts_.callTimeout, [&] { return p->done; });
   pending_.erase(m.seq);
@@ -330,13 +330,13 @@ kube::Result<json> StreamClient::get(const std::string& kind, const std::string&
 
 kube::Result<json> StreamClient::apply(const StreamMessage& m) {
   kube::Result<json> r = call(m);
-  if (!r.ok()) errors_++;
+  if (!r.ok()) counters_.errors++;
   return r;
 }
 
 kube::Result<json> StreamClient::remove(const StreamMessage& m) {
   kube::Result<json> r = call(m);
-  if (!r.ok()) errors_++;
+  if (!r.ok()) counters_.errors++;
   return r;
 }
 
@@ -369,16 +369,6 @@ size_t StreamClient::remotePodCount() const {
   return remotePods_.size();
 }
 
-StreamCounters StreamClient::counters() const {
-  StreamCounters c;
-  c.messagesIn = messagesIn_;
-  c.bytesIn = bytesIn_;
-  c.messagesOut = messagesOut_;
-  c.bytesOut = bytesOut_;
-  c.applies = applies_;
-  c.deletes = deletes_;
-  c.errors = errors_;
-  return c;
-}
+StreamCounters StreamClient::counters() const { return counters_.snapshot(); }
 
 }  // namespace strait::reflection

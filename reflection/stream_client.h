@@ -112,8 +112,7 @@ class StreamClient : public RemoteObjects {
   std::atomic<uint64_t> connections_{0};
   std::atomic<uint64_t> nextSeq_{1};
   std::atomic<int64_t> lastReceivedMs_{0};  // steady clock, ms
-  std::atomic<uint64_t> messagesIn_{0}, bytesIn_{0}, messagesOut_{0}, bytesOut_{0};
-  std::atomic<uint64_t> applies_{0}, deletes_{0}, errors_{0};
+  LiveStreamCounters counters_;
 
   mutable base::Mutex mu_;
   std::condition_variable_any cv_;

@@ -33,6 +33,7 @@
 // REPLY (APPLY and DELETE carry one when the sender wants to match the REPLY). Kinds carried:
 // Pod, ConfigMap, Secret, ServiceAccount (apiVersion v1) and Event (v1). Pure; thread-safe.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -116,6 +117,17 @@ struct StreamCounters {
   uint64_t applies = 0;   // APPLY requests received (provider) or sent on a stream (consumer)
   uint64_t deletes = 0;
   uint64_t errors = 0;    // REPLYs carrying an error
+};
+
+// The same counts, bumped from any thread; snapshot() reads them (each exact, not all taken
+// at one instant).
+struct LiveStreamCounters {
+  std::atomic<uint64_t> messagesIn{0}, bytesIn{0}, messagesOut{0}, bytesOut{0};
+  std::atomic<uint64_t> applies{0}, deletes{0}, errors{0};
+
+  StreamCounters snapshot() const {
+    return {messagesIn, bytesIn, messagesOut, bytesOut, applies, deletes, errors};
+  }
 };
 
 }  // namespace strait::reflection

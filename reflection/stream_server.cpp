@@ -107,8 +107,8 @@ class StreamSession {
 
     v1::ReflectionEvent e;
     while (stream_.read(&e)) {
-      owner_.messagesIn_++;
-      owner_.bytesIn_ += e.ByteSizeLong();
+      owner_.counters_.messagesIn++;
+      owner_.counters_.bytesIn += e.ByteSizeLong();
       lastReceivedMs_ = nowMs();
       kube::Result<StreamMessage> m = decodeStreamMessage(e);
       if (!m.ok()) {
@@ -165,7 +165,7 @@ class StreamSession {
     kube::Result<json> r = json();
     switch (m.type) {
       case StreamMessageType::Apply:
-        owner_.applies_++;
+        owner_.counters_.applies++;
         {
           // Before the write, so an orphan sweep that lists the object also sees its origin.
           base::MutexLock lock(mu_);
@@ -174,7 +174,7 @@ class StreamSession {
         r = applyWithGrant(m);
         break;
       case StreamMessageType::Delete:
-        owner_.deletes_++;
+        owner_.counters_.deletes++;
         if (m.kind == "Namespace") {
           r = applier_.removeNamespace(m.name);
         } else {
@@ -211,7 +211,7 @@ class StreamSession {
         return;
     }
     if (!r.ok()) {
-      owner_.errors_++;
+      owner_.counters_.errors++;
       spdlog::info("event=stream_request_failed consumer={} type={} kind={} namespace={} name={} "
                    "error=\"{}\"",
                    opts_.consumerId, streamMessageTypeName(m.type), m.kind, m.ns, m.name,
@@ -305,8 +305,8 @@ class StreamSession {
 
   bool send(const StreamMessage& m) {
     v1::ReflectionEvent e = encodeStreamMessage(m);
-    owner_.messagesOut_++;
-    owner_.bytesOut_ += e.ByteSizeLong();
+    owner_.counters_.messagesOut++;
+    owner_.counters_.bytesOut += e.ByteSizeLong();
     return stream_.write(e);
   }
 
@@ -409,17 +409,7 @@ kube::Status StreamServer::serve(peering::EventStream& stream) {
   return session.run();
 }
 
-StreamCounters StreamServer::counters() const {
-  StreamCounters c;
-  c.messagesIn = messagesIn_;
-  c.bytesIn = bytesIn_;
-  c.messagesOut = messagesOut_;
-  c.bytesOut = bytesOut_;
-  c.applies = applies_;
-  c.deletes = deletes_;
-  c.errors = errors_;
-  return c;
-}
+StreamCounters StreamServer::counters() const { return counters_.snapshot(); }
 
 peering::ProviderService::StreamHandler makeProviderStreamHandler(
     kube::Client& provider, peering::ProviderService& service, StreamServerOptions base) {

@@ -84,8 +84,7 @@ class StreamServer {
  private:
   kube::Client& provider_;
   const StreamServerOptions opts_;
-  std::atomic<uint64_t> messagesIn_{0}, bytesIn_{0}, messagesOut_{0}, bytesOut_{0};
-  std::atomic<uint64_t> applies_{0}, deletes_{0}, errors_{0};
+  LiveStreamCounters counters_;
   friend class StreamSession;
 };
 
