@@ -289,23 +289,15 @@ std::string straitBinary() {
   if (const char* env = getenv("STRAIT_BIN"); env && *env && access(env, X_OK) == 0) {
     return env;
   }
-  if (access("/work/main/build/strait", X_OK) == 0) {
-    return "/work/main/build/strait";
-  }
-  std::vector<fs::path> candidates;
-  for (const char* root : {"/work", "/work/main"}) {
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(root, ec)) {
-      if (entry.is_directory() && entry.path().filename().string().rfind("build", 0) == 0) {
-        fs::path bin = entry.path() / "strait";
-        if (access(bin.c_str(), X_OK) == 0) {
-          candidates.push_back(bin);
-        }
-      }
-    }
-  }
-  std::sort(candidates.begin(), candidates.end());
-  return candidates.empty() ? std::string() : candidates.front().string();
+  // The test binaries are built beside `strait` (ctest sets STRAIT_BIN itself).
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  fs::path bin = self.parent_path() / "strait";
+  return !ec && access(bin.c_str(), X_OK) == 0 ? bin.string() : std::string();
+}
+
+std::string pythonScript(const std::string& name) {
+  return (fs::path(__FILE__).parent_path() / "python" / name).string();
 }
 
 namespace {
@@ -440,7 +432,7 @@ std::string Minicluster::restart(bool kill, std::chrono::milliseconds deadline) 
 std::string Minicluster::launch(const std::string& listen, std::chrono::milliseconds deadline) {
   std::string bin = straitBinary();
   if (bin.empty()) {
-    return "strait binary not found: set STRAIT_BIN or build /work/main/build/strait";
+    return "strait binary not found: set STRAIT_BIN or build strait beside the test binary";
   }
   std::string error;
   std::vector<std::string> argv = {bin, "minicluster", "--name", name_, "--listen", listen,

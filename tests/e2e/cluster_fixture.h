@@ -101,9 +101,10 @@ std::string readFile(const std::string& path);
 // Writes a file (truncating); false on error.
 bool writeFile(const std::string& path, const std::string& content);
 
-// The strait binary: $STRAIT_BIN, else /work/main/build/strait, else the first existing
-// <dir>/strait for build dirs next to the source tree. Empty if none exists.
+// The strait binary: $STRAIT_BIN, else the `strait` beside the test binary. Empty if none.
 std::string straitBinary();
+// tests/e2e/python/<name> in the source tree.
+std::string pythonScript(const std::string& name);
 
 // The credentials and address found in a kubeconfig written by the minicluster, with
 // the PEM blocks decoded into files so that curl can use them.

@@ -14,13 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string scriptPath(const std::string& name) {
-  fs::path here = fs::path(__FILE__).parent_path() / "python" / name;
-  if (fs::exists(here)) {
-    return here.string();
-  }
-  return "/work/main/tests/e2e/python/" + name;
-}
 
 // Debian's interpreter, which has python3-kubernetes, rather than a python3 from a
 // version manager that may come first in PATH.
@@ -34,7 +27,7 @@ std::string python() {
 class PythonClientTest : public ClusterTest {};
 
 TEST_F(PythonClientTest, ClientSmoke) {
-  std::string script = scriptPath("client_smoke.py");
+  std::string script = pythonScript("client_smoke.py");
   ASSERT_TRUE(fs::exists(script)) << script;
   CommandResult r = runCommand({python(), script, cluster().kubeconfig()}, clientEnv(), 90s);
   EXPECT_EQ(r.exitCode, 0) << r.describe();

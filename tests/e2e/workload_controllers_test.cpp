@@ -19,10 +19,6 @@ using ::testing::HasSubstr;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-std::string scriptPath(const std::string& name) {
-  fs::path here = fs::path(__FILE__).parent_path() / "python" / name;
-  return fs::exists(here) ? here.string() : "/work/main/tests/e2e/python/" + name;
-}
 
 class WorkloadTest : public ClusterTest {
  protected:
@@ -224,7 +220,7 @@ class WebhookTest : public WorkloadTest {
                              " -CAcreateserial -days 1 -extfile ext.cnf -out hook.crt"});
     ASSERT_EQ(r.exitCode, 0) << r.describe();
     std::string err;
-    ASSERT_TRUE(server_.start({"/usr/bin/python3", scriptPath("webhook_server.py"), d + "/hook.crt",
+    ASSERT_TRUE(server_.start({"/usr/bin/python3", pythonScript("webhook_server.py"), d + "/hook.crt",
                                d + "/hook.key", d + "/port"},
                               {}, d + "/hook.out", d + "/hook.err", &err))
         << err;
