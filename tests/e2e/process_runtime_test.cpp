@@ -38,9 +38,11 @@ std::string whyNotRunnable() {
   return {};
 }
 
-// What a cluster leaves on the machine: its namespaces (their names carry "-<cluster>-"),
-// the host links of process-runtime clusters ("st" + 6 hex + "h") and the processes living
-// in a network namespace other than this test's.
+// What a cluster leaves on the machine, counting only its own things (other tests may make
+// network namespaces at the same time): its namespaces (their names carry "-<cluster>-"),
+// the process-runtime host links ("st" + 6 hex + "h") whose peer is in one of them, and the
+// processes living in any namespace the cluster was seen to have (by namespace inode, so a
+// process left in a namespace that lost its name still counts).
 struct Footprint {
   int namespaces = 0, links = 0, processes = 0;
   bool operator==(const Footprint& o) const {
@@ -53,30 +55,33 @@ std::ostream& operator<<(std::ostream& os, const Footprint& f) {
 }
 
 Footprint footprint(const std::vector<std::string>& clusters) {
-  Footprint f;
-  for (const auto& line : [] {
-         std::vector<std::string> out;
-         std::stringstream ss(runCommand({"ip", "netns", "list"}).out);
-         for (std::string l; std::getline(ss, l);) out.push_back(l);
-         return out;
-       }()) {
+  static std::set<ino_t> seen;  // inodes of the clusters' namespaces, across calls
+  auto ours = [&](const std::string& text) {
     for (const auto& c : clusters) {
-      if (line.find("-" + c + "-") != std::string::npos) ++f.namespaces;
+      if (text.find("-" + c + "-") != std::string::npos) return true;
     }
+    return false;
+  };
+  Footprint f;
+  std::stringstream names(runCommand({"ip", "netns", "list"}).out);
+  for (std::string line; std::getline(names, line);) {
+    if (!ours(line)) continue;
+    ++f.namespaces;
+    struct stat st {};
+    const std::string name = line.substr(0, line.find(' '));
+    if (::stat(("/run/netns/" + name).c_str(), &st) == 0) seen.insert(st.st_ino);
   }
   std::regex hostLink(R"(^\d+: st[0-9a-f]{6}h[@:])");
   std::stringstream links(runCommand({"ip", "-o", "link", "show"}).out);
   for (std::string l; std::getline(links, l);) {
-    if (std::regex_search(l, hostLink)) ++f.links;
+    if (std::regex_search(l, hostLink) && ours(l)) ++f.links;
   }
-  struct stat self {};
-  ::stat("/proc/self/ns/net", &self);
   DIR* d = ::opendir("/proc");
   while (dirent* e = d ? ::readdir(d) : nullptr) {
     if (!std::isdigit(static_cast<unsigned char>(e->d_name[0]))) continue;
     struct stat st {};
     std::string p = std::string("/proc/") + e->d_name + "/ns/net";
-    if (::stat(p.c_str(), &st) == 0 && st.st_ino != self.st_ino) ++f.processes;
+    if (::stat(p.c_str(), &st) == 0 && seen.count(st.st_ino)) ++f.processes;
   }
   if (d) ::closedir(d);
   return f;
