@@ -165,35 +165,9 @@ class KubeletsImpl : public SimulatedKubelets {
   kube::Status registerNode(SimNode& n) {
     auto now = SysClock::now();
     json node = buildNode(n.name, *n.pool, n.cidr, "127.0.0.1", port_, now);
-    WriteOptions wo;
-    wo.fieldValidation = FieldValidation::Ignore;
-    auto created = rest_.create(*nodesInfo_, "", node, wo, nullptr);
-    ObjectPtr obj;
-    if (created) {
-      obj = *created;
-    } else if (created.error().code == Code::AlreadyExists) {
-      // Restarted over a data directory: refresh what the kubelet owns.
-      auto r = rest_.mutate(*nodesInfo_, "", n.name, "", [&](json& cur) -> kube::Status {
-        for (const auto& [k, v] : node["metadata"]["labels"].items()) cur["metadata"]["labels"][k] = v;
-        cur["spec"]["podCIDR"] = n.cidr;
-        cur["spec"]["podCIDRs"] = json::array({n.cidr});
-        return kube::Status::OK();
-      });
-      if (!r) return r.error();
-      auto s = rest_.mutate(*nodesInfo_, "", n.name, "status", [&](json& cur) -> kube::Status {
-        json conds = cur["status"].value("conditions", json::array());
-        cur["status"] = node["status"];
-        cur["status"]["conditions"] = nodeConditions(conds, now);
-        return kube::Status::OK();
-      });
-      if (!s) return s.error();
-      obj = *s;
-    } else {
-      return makeError(created.error().code,
-                       "registering node " + n.name + ": " + created.error().message);
-    }
-    json o = json::parse(obj->json, nullptr, false);
-    n.uid = kube::getUid(o);
+    auto uid = registerNodeObject(rest_, *nodesInfo_, node, now);
+    if (!uid) return uid.error();
+    n.uid = *uid;
     renewLease(n);
     return kube::Status::OK();
   }

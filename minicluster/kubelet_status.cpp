@@ -298,4 +298,37 @@ json buildLease(const std::string& node, const std::string& nodeUid, TimePoint n
   return lease;
 }
 
+kube::Result<std::string> registerNodeObject(Rest& rest, const ResourceInfo& nodes,
+                                             const json& node, TimePoint now) {
+  const std::string name = kube::getName(node);
+  const json cidr = node["spec"].value("podCIDR", json());
+  WriteOptions wo;
+  wo.fieldValidation = FieldValidation::Ignore;
+  auto created = rest.create(nodes, "", node, wo, nullptr);
+  ObjectPtr obj;
+  if (created) {
+    obj = *created;
+  } else if (created.error().code == kube::Code::AlreadyExists) {
+    auto r = rest.mutate(nodes, "", name, "", [&](json& cur) -> kube::Status {
+      for (const auto& [k, v] : node["metadata"]["labels"].items()) cur["metadata"]["labels"][k] = v;
+      cur["spec"]["podCIDR"] = cidr;
+      cur["spec"]["podCIDRs"] = json::array({cidr});
+      return kube::Status::OK();
+    });
+    if (!r) return r.error();
+    auto s = rest.mutate(nodes, "", name, "status", [&](json& cur) -> kube::Status {
+      json conds = cur["status"].value("conditions", json::array());
+      cur["status"] = node["status"];
+      cur["status"]["conditions"] = nodeConditions(conds, now);
+      return kube::Status::OK();
+    });
+    if (!s) return s.error();
+    obj = *s;
+  } else {
+    return kube::makeError(created.error().code,
+                           "registering node " + name + ": " + created.error().message);
+  }
+  return kube::getUid(json::parse(obj->json, nullptr, false));
+}
+
 }  // namespace strait::minicluster

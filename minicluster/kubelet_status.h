@@ -11,7 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kube/status.h"
 #include "minicluster/kubelet_sim.h"
+#include "minicluster/rest.h"
 #include "minicluster/simulation.h"
 
 namespace strait::minicluster {
@@ -59,6 +61,12 @@ nlohmann::json buildNode(const std::string& name, const NodePool& pool, const st
 // times kept from `old` conditions when the status did not change.
 nlohmann::json nodeConditions(const nlohmann::json& oldConditions,
                               std::chrono::system_clock::time_point now);
+// Registers Node `node` (built by buildNode) as a kubelet does: creates it, or, restarted over
+// a data directory, refreshes what the kubelet owns (its labels, spec.podCIDR(s), status with
+// the old conditions' transition times). Returns the Node's uid.
+kube::Result<std::string> registerNodeObject(Rest& rest, const ResourceInfo& nodes,
+                                             const nlohmann::json& node,
+                                             std::chrono::system_clock::time_point now);
 // The node Lease (kube-node-lease/<node>) owned by the Node.
 nlohmann::json buildLease(const std::string& node, const std::string& nodeUid,
                           std::chrono::system_clock::time_point now);

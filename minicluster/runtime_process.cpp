@@ -170,33 +170,9 @@ kube::Status ProcessKubeletsImpl::registerNode(Node& n) {
   json node = buildNode(n.name, *n.pool, n.cidr, n.address, opts_.kubeletPort, now);
   node["metadata"]["labels"]["node.kubernetes.io/instance-type"] = "strait-process";
   node["status"]["nodeInfo"]["osImage"] = "Strait process-runtime node";
-  WriteOptions wo;
-  wo.fieldValidation = FieldValidation::Ignore;
-  auto created = rest_.create(*nodesInfo_, "", node, wo, nullptr);
-  ObjectPtr obj;
-  if (created) {
-    obj = *created;
-  } else if (created.error().code == Code::AlreadyExists) {
-    auto r = rest_.mutate(*nodesInfo_, "", n.name, "", [&](json& cur) -> kube::Status {
-      for (const auto& [k, v] : node["metadata"]["labels"].items()) cur["metadata"]["labels"][k] = v;
-      cur["spec"]["podCIDR"] = n.cidr;
-      cur["spec"]["podCIDRs"] = json::array({n.cidr});
-      return kube::Status::OK();
-    });
-    if (!r) return r.error();
-    auto s = rest_.mutate(*nodesInfo_, "", n.name, "status", [&](json& cur) -> kube::Status {
-      json conds = cur["status"].value("conditions", json::array());
-      cur["status"] = node["status"];
-      cur["status"]["conditions"] = nodeConditions(conds, now);
-      return kube::Status::OK();
-    });
-    if (!s) return s.error();
-    obj = *s;
-  } else {
-    return makeError(created.error().code,
-                     "registering node " + n.name + ": " + created.error().message);
-  }
-  n.uid = kube::getUid(json::parse(obj->json, nullptr, false));
+  auto uid = registerNodeObject(rest_, *nodesInfo_, node, now);
+  if (!uid) return uid.error();
+  n.uid = *uid;
   renewLease(n);
   return kube::Status::OK();
 }
