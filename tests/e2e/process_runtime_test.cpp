@@ -369,24 +369,24 @@ TEST_F(ProcessRuntimeTest, ExitCodesDriveRestartsAndCrashLoopBackOff) {
   EXPECT_EQ(must(c, {"logs", "once", "-c", "init"}).out, "init-ran\n");
 
   // A container that ignores SIGTERM is killed when the grace period ends.
-  json stubborn = {{"apiVersion", "v1"},
+  json ignorer = {{"apiVersion", "v1"},
                    {"kind", "Pod"},
-                   {"metadata", {{"name", "stubborn"}}},
+                   {"metadata", {{"name", "sigterm-ignorer"}}},
                    {"spec",
                     {{"terminationGracePeriodSeconds", 2},
                      {"containers", json::array({{{"name", "c"},
                                                   {"image", "debian:12"},
                                                   {"command", {"sh", "-c", "trap '' TERM; "
                                                                "while true; do sleep 0.2; done"}}}})}}}};
-  must(c, {"apply", "-f", "-"}, stubborn.dump());
+  must(c, {"apply", "-f", "-"}, ignorer.dump());
   ASSERT_TRUE(waitFor(
       [&] {
-        json p = json::parse(kubectl(c, {"get", "pod", "stubborn", "-o", "json"}).out, nullptr, false);
+        json p = json::parse(kubectl(c, {"get", "pod", "sigterm-ignorer", "-o", "json"}).out, nullptr, false);
         return p.is_object() && ready(p);
       },
       30s, 200ms));
   auto start = std::chrono::steady_clock::now();
-  must(c, {"delete", "pod", "stubborn", "--wait=true"});
+  must(c, {"delete", "pod", "sigterm-ignorer", "--wait=true"});
   auto took = std::chrono::steady_clock::now() - start;
   EXPECT_GE(took, 1800ms) << "SIGTERM was ignored: the grace period runs out first";
   EXPECT_LT(took, 15s);
