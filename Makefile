@@ -20,7 +20,7 @@ build: configure
 # end-to-end tests, then each fuzz target for a bounded time.
 test: build
 	@./scripts/check-thread-safety.sh $(BUILD)
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600 --repeat until-pass:2
 	@./scripts/run-fuzz.sh
 
 # Two clusters, peered; a Deployment bursts into the cloud. Ctrl-C stops and cleans up.
