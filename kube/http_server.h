@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kube/byte_stream.h"
 #include "kube/status.h"
 
 namespace strait::kube {
@@ -73,8 +74,8 @@ struct UpstreamTarget {
   std::string caPem, certPem, keyPem;
 };
 
-// How a handler answers. Exactly one of respond(), startStream(), acceptWebSocket() or
-// proxyUpgrade() per request.
+// How a handler answers. Exactly one of respond(), startStream(), acceptWebSocket(),
+// acceptUpgrade() or proxyUpgrade() per request.
 class Responder {
  public:
   virtual ~Responder() = default;
@@ -94,6 +95,19 @@ class Responder {
   // The default (responders without a connection, e.g. test fakes) refuses.
   virtual std::unique_ptr<WebSocket> acceptWebSocket(const std::string& subprotocol) {
     (void)subprotocol;
+    return nullptr;
+  }
+  // Completes a plain HTTP/1.1 protocol switch of the current request (one that asked
+  // "Upgrade: `protocol`", e.g. SPDY/3.1): answers 101 Switching Protocols with
+  // "Connection: Upgrade", "Upgrade: `protocol`" and `headers`, then hands the connection
+  // over as a byte stream (bytes the client sent after its request come first). Null (and
+  // the connection is closed) when the request did not ask for `protocol`. The connection
+  // carries no more HTTP requests afterwards; the stream must be destroyed before the
+  // handler returns. The default (responders without a connection) refuses.
+  virtual std::unique_ptr<ByteStream> acceptUpgrade(
+      const std::string& protocol, const std::map<std::string, std::string>& headers) {
+    (void)protocol;
+    (void)headers;
     return nullptr;
   }
   // Forwards the current upgrade request (method, headers, with `upstream.target` as its
