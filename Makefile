@@ -8,7 +8,7 @@ CMAKE_FLAGS ?=
 all: build
 
 deps:
-	@./scripts/install-deps.sh
+	@./scripts/install-deps.sh --tools-dir $(BUILD)/tools
 
 configure: deps
 	@cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS) >/dev/null
