@@ -2,6 +2,7 @@
 """Checks the Helm chart charts/strait with the real helm 3 (installed by
 scripts/install-deps.sh into the build tree's tools directory):
 
+  - every value in values.yaml has a `# --` comment;
   - `helm lint --strict` is clean with the default values and with all-features.yaml;
   - `helm template` renders objects that parse, with exactly the kinds the values ask for,
     the agent flags, ports, webhook URL and security contexts they imply, and RBAC rules that
@@ -16,6 +17,7 @@ Exit 0 when every check passes; each failure is printed with what was expected.
 
 import argparse
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -487,6 +489,35 @@ def check_crd_matches_agent(strait, kubectl, chart, c):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def check_values_documented(chart, c):
+    c.section("every value in values.yaml has a comment")
+    with open(os.path.join(chart, "values.yaml")) as f:
+        text = f.read()
+    values = yaml.safe_load(text)
+    stack, documented, covered = [], False, set()
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if stripped.startswith("# --"):
+            documented = True
+            continue
+        if stripped.startswith("#") and documented:
+            continue
+        m = re.match(r"^( *)([A-Za-z][A-Za-z0-9]*):", line)
+        if m:
+            stack = stack[:len(m.group(1)) // 2] + [m.group(2)]
+            v = values
+            for k in stack:
+                v = v[k]
+            key = ".".join(stack)
+            if documented:
+                covered.add(key)
+            # A documented map (resources, a securityContext) documents what it holds.
+            inside = any(key.startswith(k + ".") for k in covered)
+            if not inside and (not isinstance(v, dict) or not v):
+                c.expect(documented, f"{key} has a '# --' comment above it")
+        documented = False
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--helm", required=True)
@@ -506,6 +537,7 @@ def main():
         c.expect(rc == 0 and "0 chart(s) failed" in out, f"lint default values: {out}")
         rc, out = helm.lint("-f", os.path.join(HERE, "all-features.yaml"))
         c.expect(rc == 0 and "0 chart(s) failed" in out, f"lint all-features.yaml: {out}")
+        check_values_documented(a.chart, c)
         check_default(helm, c)
         check_all_features(helm, c)
         check_variants(helm, c)
