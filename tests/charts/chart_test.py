@@ -8,8 +8,9 @@ scripts/install-deps.sh into the build tree's tools directory):
     the agent flags, ports, webhook URL and security contexts they imply, and RBAC rules that
     are exactly the audited list below (no wildcard);
   - values that break values.schema.json (invalid-values.yaml) are refused, naming each field;
-  - the ForeignCluster CRD in crds/ is the one `strait agent` installs (with --strait: a
-    minicluster and an agent are started and their CRD compared).
+  - with --strait, on a minicluster: the ForeignCluster CRD in crds/ is the one a real
+    `strait agent` installs, and helm install --wait, upgrade and uninstall work (without the
+    chart's RBAC objects: the minicluster serves no rbac.authorization.k8s.io yet).
 
 Usage: chart_test.py --helm HELM --chart DIR [--strait STRAIT] [--kubectl KUBECTL]
 Exit 0 when every check passes; each failure is printed with what was expected.
@@ -442,50 +443,102 @@ def normalized_crd(crd):
             "spec": spec}
 
 
-def check_crd_matches_agent(strait, kubectl, chart, c):
-    c.section("crds/ is the CRD `strait agent` installs")
+def wait_for(fn, seconds):
+    deadline = time.time() + seconds
+    while True:
+        result = fn()
+        if result or time.time() > deadline:
+            return result
+        time.sleep(0.2)
+
+
+def check_on_minicluster(strait, kubectl, helm, chart, c):
+    """A minicluster: the CRD a real agent installs against crds/, then helm install, upgrade
+    and uninstall of the chart without its RBAC objects (the minicluster serves no
+    rbac.authorization.k8s.io yet)."""
+    c.section("on a minicluster: crds/ is the CRD `strait agent` installs")
     with open(os.path.join(chart, "crds", "foreignclusters.strait.io.yaml")) as f:
         want = normalized_crd(yaml.safe_load(f))
     tmp = tempfile.mkdtemp(prefix="strait-chart-")
     procs = []
+
+    def stop(p):
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
     try:
         kubeconfig = os.path.join(tmp, "kubeconfig")
+        env = dict(os.environ, KUBECACHEDIR=os.path.join(tmp, "kubecache"))
+
+        def kube(*args):
+            return subprocess.run([kubectl, "--kubeconfig", kubeconfig, *args],
+                                  capture_output=True, text=True, env=env, timeout=60)
+
         log = open(os.path.join(tmp, "minicluster.log"), "w")
         procs.append(subprocess.Popen([strait, "minicluster", "--name", "chart", "--listen",
-                                       "127.0.0.1:0", "--kubeconfig-out", kubeconfig],
+                                       "127.0.0.1:0", "--kubeconfig-out", kubeconfig,
+                                       "--nodes", "1"],
                                       stdout=log, stderr=subprocess.STDOUT))
-        deadline = time.time() + 30
-        while not os.path.exists(kubeconfig) and time.time() < deadline:
-            time.sleep(0.1)
-        if not c.expect(os.path.exists(kubeconfig), "minicluster serving"):
+        if not c.expect(wait_for(lambda: os.path.exists(kubeconfig), 30), "minicluster serving"):
             return
         alog = open(os.path.join(tmp, "agent.log"), "w")
-        procs.append(subprocess.Popen([strait, "agent", "--kubeconfig", kubeconfig,
-                                       "--cluster-name", "chart", "--listen", "127.0.0.1:0",
-                                       "--no-webhook", "--no-virtual-nodes"],
-                                      stdout=alog, stderr=subprocess.STDOUT))
-        env = dict(os.environ, KUBECACHEDIR=os.path.join(tmp, "kubecache"))
-        got = None
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            p = subprocess.run([kubectl, "--kubeconfig", kubeconfig, "get", "crd",
-                                "foreignclusters.strait.io", "-o", "yaml"],
-                               capture_output=True, text=True, env=env, timeout=30)
-            if p.returncode == 0:
-                got = normalized_crd(yaml.safe_load(p.stdout))
-                break
-            time.sleep(0.2)
+        agent = subprocess.Popen([strait, "agent", "--kubeconfig", kubeconfig,
+                                  "--cluster-name", "chart", "--listen", "127.0.0.1:0",
+                                  "--no-webhook", "--no-virtual-nodes"],
+                                 stdout=alog, stderr=subprocess.STDOUT)
+        procs.append(agent)
+        def crd():
+            p = kube("get", "crd", "foreignclusters.strait.io", "-o", "yaml")
+            return p if p.returncode == 0 else None
+        got = wait_for(crd, 30)
         if c.expect(got is not None, "the agent installed foreignclusters.strait.io"):
-            c.equal(got, want, "the agent's CRD against crds/foreignclusters.strait.io.yaml")
+            c.equal(normalized_crd(yaml.safe_load(got.stdout)), want,
+                    "the agent's CRD against crds/foreignclusters.strait.io.yaml")
+        stop(agent)
+        procs.remove(agent)
+
+        c.section("on a minicluster: helm install, upgrade, uninstall (rbac.create=false)")
+        kc = ["--kubeconfig", kubeconfig, "-n", "strait-system"]
+        rc, out = helm.run("install", "strait", chart, *kc, "--create-namespace",
+                           "--set", "clusterName=mini", "--set", "rbac.create=false",
+                           "--wait", "--timeout", "90s")
+        if not c.expect(rc == 0, f"helm install: {out[-2000:]}"):
+            return
+        objects = [("deployment", "strait-system", "strait-agent"),
+                   ("service", "strait-system", "strait-agent"),
+                   ("service", "strait-system", "strait-webhook"),
+                   ("configmap", "strait-system", "strait-kubeconfig"),
+                   ("serviceaccount", "strait-system", "strait"),
+                   ("mutatingwebhookconfiguration", "", "strait-offloading")]
+        for kind, ns, name in objects:
+            p = kube("get", kind, name, *(["-n", ns] if ns else []), "-o", "name")
+            c.expect(p.returncode == 0, f"{kind} {name} installed: {p.stderr}")
+        p = kube("-n", "strait-system", "get", "deployment", "strait-agent", "-o", "json")
+        if c.expect(p.returncode == 0, "read the agent Deployment"):
+            d = yaml.safe_load(p.stdout)
+            c.equal(d["status"].get("readyReplicas"), 1, "agent Deployment Ready after --wait")
+        rc, out = helm.run("upgrade", "strait", chart, *kc, "--reuse-values",
+                           "--set", "agent.logLevel=debug", "--wait", "--timeout", "90s")
+        if c.expect(rc == 0, f"helm upgrade: {out[-2000:]}"):
+            p = kube("-n", "strait-system", "get", "deployment", "strait-agent", "-o",
+                     "jsonpath={.spec.template.spec.containers[0].args}")
+            c.expect("--log-level=debug" in p.stdout and "--cluster-name=mini" in p.stdout,
+                     f"the upgrade changed the log level and kept the rest: {p.stdout}")
+        rc, out = helm.run("uninstall", "strait", *kc, "--wait", "--timeout", "90s")
+        if c.expect(rc == 0, f"helm uninstall: {out[-2000:]}"):
+            for kind, ns, name in objects:
+                p = kube("get", kind, name, *(["-n", ns] if ns else []), "-o", "name")
+                c.expect(p.returncode != 0 and "NotFound" in p.stderr,
+                         f"{kind} {name} removed by helm uninstall: {p.stdout}{p.stderr}")
+            p = kube("get", "crd", "foreignclusters.strait.io", "-o", "name")
+            c.expect(p.returncode == 0, "the CRD stays after helm uninstall (crds/)")
     finally:
         for p in reversed(procs):
-            p.send_signal(signal.SIGTERM)
-        for p in reversed(procs):
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+            stop(p)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -543,7 +596,7 @@ def main():
         check_variants(helm, c)
         check_refusals(helm, c)
         if a.strait:
-            check_crd_matches_agent(a.strait, a.kubectl, a.chart, c)
+            check_on_minicluster(a.strait, a.kubectl, helm, a.chart, c)
     finally:
         shutil.rmtree(home, ignore_errors=True)
     if c.failures:
