@@ -2,7 +2,7 @@
 """Checks the Helm chart charts/strait with the real helm 3 (installed by
 scripts/install-deps.sh into the build tree's tools directory):
 
-  - every value in values.yaml has a `# --` comment;
+  - every value in values.yaml has a `# --` comment and a row in docs/install.md's table;
   - `helm lint --strict` is clean with the default values and with all-features.yaml;
   - `helm template` renders objects that parse, with exactly the kinds the values ask for,
     the agent flags, ports, webhook URL and security contexts they imply, and RBAC rules that
@@ -543,10 +543,13 @@ def check_on_minicluster(strait, kubectl, helm, chart, c):
 
 
 def check_values_documented(chart, c):
-    c.section("every value in values.yaml has a comment")
+    c.section("every value in values.yaml has a comment and a row in docs/install.md")
     with open(os.path.join(chart, "values.yaml")) as f:
         text = f.read()
     values = yaml.safe_load(text)
+    doc = os.path.normpath(os.path.join(chart, "..", "..", "docs", "install.md"))
+    with open(doc) as f:
+        install_doc = f.read()
     stack, documented, covered = [], False, set()
     for line in text.split("\n"):
         stripped = line.strip()
@@ -568,6 +571,8 @@ def check_values_documented(chart, c):
             inside = any(key.startswith(k + ".") for k in covered)
             if not inside and (not isinstance(v, dict) or not v):
                 c.expect(documented, f"{key} has a '# --' comment above it")
+            if documented:
+                c.expect(f"| `{key}` |" in install_doc, f"{key} is in the values table of {doc}")
         documented = False
 
 
