@@ -8,9 +8,10 @@ scripts/install-deps.sh into the build tree's tools directory):
     the agent flags, ports, webhook URL and security contexts they imply, and RBAC rules that
     are exactly the audited list below (no wildcard);
   - values that break values.schema.json (invalid-values.yaml) are refused, naming each field;
-  - with --strait, on a minicluster: the ForeignCluster CRD in crds/ is the one a real
-    `strait agent` installs, and helm install --wait, upgrade and uninstall work (without the
-    chart's RBAC objects: the minicluster serves no rbac.authorization.k8s.io yet).
+  - with --strait: the chart's appVersion is `strait version`'s, and on a minicluster the
+    ForeignCluster CRD in crds/ is the one a real `strait agent` installs, and helm install
+    --wait, upgrade and uninstall work (without the chart's RBAC objects: the minicluster
+    serves no rbac.authorization.k8s.io yet).
 
 Usage: chart_test.py --helm HELM --chart DIR [--strait STRAIT] [--kubectl KUBECTL]
 Exit 0 when every check passes; each failure is printed with what was expected.
@@ -601,6 +602,11 @@ def main():
         check_variants(helm, c)
         check_refusals(helm, c)
         if a.strait:
+            c.section("the chart's appVersion is the binary's version")
+            with open(os.path.join(a.chart, "Chart.yaml")) as f:
+                app_version = yaml.safe_load(f)["appVersion"]
+            p = subprocess.run([a.strait, "version"], capture_output=True, text=True, timeout=30)
+            c.equal(p.stdout.strip(), f"strait {app_version}", "strait version")
             check_on_minicluster(a.strait, a.kubectl, helm, a.chart, c)
     finally:
         shutil.rmtree(home, ignore_errors=True)
