@@ -90,8 +90,14 @@ TEST_F(ReplicaSetControllerTest, ScaleDownDeletesNotReadyPodsFirstAndReplacesDel
 TEST_F(ReplicaSetControllerTest, AdoptsMatchingOrphansAndReleasesPodsThatStopMatching) {
   ASSERT_TRUE(create("", "pods", "default",
                      {{"metadata", {{"name", "orphan"}, {"labels", {{"app", "web"}}}}},
-                      {"spec", {{"containers", json::array({{{"name", "c"}, {"image", "x"}}})}}}})
+                      {"spec", {{"nodeName", "node-0"},
+                                {"containers", json::array({{{"name", "c"}, {"image", "x"}}})}}}})
                   .ok());
+  // Running and Ready: the pod most worth keeping. The controller's replica set and pod
+  // informers are separate watches, so its first sync may not see the orphan yet and create
+  // two pods; when it then adopts the orphan it is one over and must delete a new, unready
+  // pod (upstream's ranking), never the orphan.
+  setPodReady("default", "orphan", true);
   auto rs = create("apps", "replicasets", "default", replicaSet("web", 2));
   ASSERT_TRUE(rs.ok());
   std::string uid = kube::getUid(json::parse((*rs)->json));
