@@ -17,7 +17,9 @@
 #include "cmd/commands.h"
 #include "cmd/demo_processes.h"
 #include "cmd/demo_view.h"
+#include "kube/exec_client.h"
 #include "kube/quantity.h"
+#include "minicluster/netns.h"
 
 namespace strait::cmd {
 namespace {
@@ -40,13 +42,17 @@ struct DemoFlags {
   std::string cpuRequest = "500m";
   std::string timeout = "3m";
   std::string podStartLatency = "1s";
+  std::string runtime = "auto";  // auto | process | sim
 };
 
 // The demo's state: its folder, its children (in start order) and what it created.
 class Demo {
  public:
-  Demo(const DemoFlags& f, std::chrono::milliseconds timeout)
-      : flags_(f), timeout_(timeout), terminal_(::isatty(STDOUT_FILENO) == 1) {}
+  Demo(const DemoFlags& f, std::chrono::milliseconds timeout, std::string runtime)
+      : flags_(f),
+        timeout_(timeout),
+        runtime_(std::move(runtime)),
+        terminal_(::isatty(STDOUT_FILENO) == 1) {}
   ~Demo() { cleanUp(); }
 
   int run();
@@ -61,6 +67,9 @@ class Demo {
   std::string createDeployment();
   std::string waitForPods();
   std::string printSummary();
+  // Process runtime: asks one Pod running in the cloud for its hostname over HTTP, from
+  // inside that Pod, through home's API server and the virtual node.
+  std::string askCloudPod();
   void printExploreHints() const;
   std::string keepRunning();
   // A child process running this binary with `args`; its output in logs/<name>.log.
@@ -79,6 +88,7 @@ class Demo {
 
   DemoFlags flags_;
   std::chrono::milliseconds timeout_;
+  std::string runtime_;  // process | sim
   bool terminal_;
   std::string self_;
   fs::path dir_;
@@ -106,7 +116,7 @@ int Demo::run() {
   }
   for (auto step : {&Demo::startClusters, &Demo::startAgents, &Demo::peer,
                     &Demo::offloadNamespace, &Demo::createDeployment, &Demo::waitForPods,
-                    &Demo::printSummary}) {
+                    &Demo::printSummary, &Demo::askCloudPod}) {
     if (!err.empty()) break;
     err = (this->*step)();
   }
@@ -199,7 +209,7 @@ std::string Demo::startClusters() {
               {"minicluster", "--name", s.name, "--listen", "127.0.0.1:0", "--kubeconfig-out",
                kubeconfig(s.name), "--nodes", s.nodes, "--node-cpu", s.cpu, "--node-memory",
                s.memory, "--pod-cidr", s.cidr, "--pod-start-latency", flags_.podStartLatency,
-               "--log-level", "warn"});
+               "--runtime", runtime_, "--log-level", "warn"});
     if (std::string err = startChild(c); !err.empty()) return err;
   }
   bool up = pollUntil(
@@ -394,6 +404,41 @@ std::string Demo::printSummary() {
   return {};
 }
 
+std::string Demo::askCloudPod() {
+  if (runtime_ != "process") return {};
+  auto pods = home_->list(kube::resources::kPods, kNamespace, {.labelSelector = "app=web"});
+  if (!pods.ok()) return "listing Pods in home: " + pods.error().message;
+  std::string pod;
+  for (const auto& p : pods->value("items", nlohmann::json::array())) {
+    if (p.value("/spec/nodeName"_json_pointer, "") == kVirtualNode &&
+        p.value("/status/phase"_json_pointer, "") == "Running") {
+      pod = p.value("/metadata/name"_json_pointer, "");
+      break;
+    }
+  }
+  if (pod.empty()) return {};  // everything fit at home
+  auto cfg = kube::loadKubeconfig({.paths = {kubeconfig("home")}});
+  if (!cfg.ok()) return cfg.error().message;
+  kube::ExecRequest req{.ns = kNamespace,
+                        .pod = pod,
+                        .command = {"curl", "-s", "--max-time", "5", "http://127.0.0.1/hostname"}};
+  auto ws = kube::openExec(*cfg, req);
+  if (!ws.ok()) return "exec into " + pod + " through the virtual node: " + ws.error().message;
+  std::string message, answer, status;
+  while ((*ws)->read(message)) {
+    if (message.empty()) continue;
+    if (message[0] == static_cast<char>(kube::ExecChannel::Stdout)) answer += message.substr(1);
+    if (message[0] == static_cast<char>(kube::ExecChannel::Status)) status = message.substr(1);
+  }
+  if (answer.empty()) {
+    return "the cloud Pod " + pod + " did not answer GET /hostname (status " + status + ")";
+  }
+  std::cout << "\n" << pod << " runs in the cloud as a real process; `curl http://127.0.0.1/hostname` "
+            << "inside it, run through home's API server and the virtual node, answered: "
+            << answer << "\n";
+  return {};
+}
+
 void Demo::printExploreHints() const {
   std::string home = "kubectl --kubeconfig " + kubeconfig("home");
   std::string cloud = "kubectl --kubeconfig " + kubeconfig("cloud");
@@ -458,7 +503,22 @@ int runDemo(const DemoFlags& f) {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  Demo demo(f, *timeout);
+  std::string runtime = f.runtime;
+  if (runtime == "auto") {
+    std::vector<std::string> missing = minicluster::missingProcessRuntimePrerequisites(true, true);
+    runtime = missing.empty() ? "process" : "sim";
+    if (!missing.empty()) {
+      std::string why;
+      for (const std::string& m : missing) why += (why.empty() ? "" : ", ") + m;
+      std::cout << "runtime: sim (Pods are simulated, nothing really runs) because this machine "
+                   "lacks "
+                << why << "\n";
+    }
+  }
+  if (runtime == "process") {
+    std::cout << "runtime: process (each Pod is real processes in its own network namespace)\n";
+  }
+  Demo demo(f, *timeout, runtime);
   return demo.run();
 }
 
@@ -485,6 +545,11 @@ void addDemoCommand(CLI::App& app) {
                   "simulated time from binding to Running in both clusters (0s to 1h)")
       ->capture_default_str()
       ->check(durationValidator(std::chrono::milliseconds(0), std::chrono::hours(1)));
+  sub->add_option("--runtime", f->runtime,
+                  "how the clusters run Pods: process (real processes, needs root, ip netns, "
+                  "nft, dnsmasq), sim (simulated), auto (process when possible)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "process", "sim"}));
   sub->callback([f] { setExitCode(runDemo(*f)); });
 }
 

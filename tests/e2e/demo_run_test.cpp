@@ -2,6 +2,7 @@
 // table, nothing left behind), and with --keep explored by real kubectl, then stopped by
 // Ctrl-C. Each test checks by pid that no process the demo started is left.
 #include "e2e/demo_support.h"
+#include "minicluster/netns.h"
 
 namespace strait::e2e {
 namespace {
@@ -38,6 +39,30 @@ TEST(DemoTest, RunsToCompletionWithPlainOutputAndLeavesNothing) {
   EXPECT_EQ(pids.size(), 4u) << r.out;
   expectAllGone(pids);
   EXPECT_FALSE(exists(dir)) << "the demo folder was not removed";
+  if (minicluster::missingProcessRuntimePrerequisites(true, true).empty()) {
+    // As root the demo's Pods are real processes, and one in the cloud answers over HTTP.
+    EXPECT_NE(r.out.find("runtime: process"), std::string::npos) << r.out;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("answered: web-[a-z0-9-]+")))
+        << r.out;
+    CommandResult netns = runCommand({"ip", "netns", "list"});
+    for (const char* cluster : {"home", "cloud"}) {
+      EXPECT_EQ(netns.out.find(minicluster::namespacePrefix(cluster)), std::string::npos)
+          << "a network namespace of " << cluster << " is left: " << netns.out;
+    }
+  } else {
+    EXPECT_NE(r.out.find("runtime: sim"), std::string::npos) << r.out;
+  }
+}
+
+TEST(DemoTest, SimRuntimeOnRequest) {
+  TempDir tmp("strait-demo-test");
+  std::vector<std::string> argv = demoArgs(tmp.file("demo"));
+  argv.insert(argv.end(), {"--runtime", "sim", "--replicas", "3"});
+  CommandResult r = runCommand(argv, {}, 300s);
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_EQ(r.out.find("runtime: process"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("answered:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("all 3 Pods Running"), std::string::npos) << r.out;
 }
 
 TEST(DemoTest, KeepServesKubectlUntilCtrlC) {
