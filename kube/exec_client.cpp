@@ -98,7 +98,7 @@ Result<ServerAddress> parseServer(const std::string& server) {
 }
 
 std::string execTarget(const ExecRequest& r) {
-  std::string t = resourcePath(resources::kPods, r.ns, r.pod, "exec");
+  std::string t = resourcePath(resources::kPods, r.ns, r.pod, r.subresource);
   char sep = '?';
   auto add = [&](std::string_view k, std::string_view v) {
     t += sep;

@@ -36,6 +36,8 @@ struct ExecRequest {
   std::string ns, pod, container;  // container "" = the only one
   std::vector<std::string> command;
   bool stdin = false, stdout = true, stderr = true, tty = false;
+  // "exec", or "attach" (pods/attach: the same stream protocol, no command).
+  std::string subresource = "exec";
 };
 
 // Opens the exec WebSocket. Blocks for the handshake (bounded by cfg.timeout). The returned

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "kube/object.h"
+#include "minicluster/kubelet_attach.h"
 #include "minicluster/kubelet_exec.h"
 #include "minicluster/runtime_process.h"
 
@@ -50,7 +51,8 @@ class KubeletApiHandler : public Handler {
     if (req.user.empty()) return text(out, 401, "Unauthorized");
     auto parts = splitPath(req.path);
     if (req.path == "/pods" || req.path == "/pods/") return listPods(out);
-    if (parts.size() >= 4 && (parts[0] == "containerLogs" || parts[0] == "exec")) {
+    const bool attach = parts[0] == "attach";
+    if (parts.size() >= 4 && (parts[0] == "containerLogs" || parts[0] == "exec" || attach)) {
       // /exec/{ns}/{pod}/{uid}/{container} is accepted too, as by a real kubelet.
       std::string container = parts.back();
       auto pod = kubelets_.pod(parts[1], parts[2]);
@@ -67,6 +69,13 @@ class KubeletApiHandler : public Handler {
       if (!c) {
         return text(out, 404, "container \"" + container + "\" in pod \"" + parts[2] +
                                   "\" is not available");
+      }
+      if (attach) {
+        if (!procs) {
+          return text(out, 400, "attach is not supported by the simulated runtime: its "
+                                "containers are not processes (use --runtime process)");
+        }
+        return serveProcessAttach(req, out, *pod, container, kubelets_, *procs);
       }
       if (parts[0] == "exec") {
         if (!c->startedAt || c->finishedAt) {

@@ -117,6 +117,7 @@ std::optional<ContainerSandbox> ProcessKubeletsImpl::sandbox(const std::string& 
   s.logPath = proc->logPath;
   s.previousLogPath = proc->previousLogPath;
   s.env = proc->env;
+  s.input = proc->stdin;
   return s;
 }
 kube::Status ProcessKubeletsImpl::startNodes() {

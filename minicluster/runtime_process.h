@@ -33,6 +33,8 @@
 
 namespace strait::minicluster {
 
+class ContainerStdin;  // container_stdin.h
+
 struct ProcessRuntimeOptions {
   std::string clusterName = "minicluster";
   std::string straitBinary;     // what containers without a command run; "" = /proc/self/exe
@@ -51,6 +53,9 @@ struct ContainerSandbox {
   std::vector<std::pair<std::string, std::string>> env;
   // resolv.conf and hosts of the Pod, bind-mounted (source, target); empty for hostNetwork.
   std::vector<std::pair<std::string, std::string>> bindFiles;
+  // The current instance's stdin pipe or terminal (container_stdin.h); null when its spec
+  // asks for neither stdin nor tty.
+  std::shared_ptr<ContainerStdin> input;
 };
 
 // The optional capability of a runtime whose containers really run: the kubelet API asks

@@ -33,6 +33,7 @@
 #include <thread>
 #include "kube/object.h"
 #include "minicluster/cluster_dns.h"
+#include "minicluster/container_stdin.h"
 #include "minicluster/event_recorder.h"
 #include "minicluster/kubelet_exec.h"
 #include "minicluster/kubelet_status.h"
@@ -121,6 +122,7 @@ struct Proc {
   std::string logPath, previousLogPath;
   std::optional<Steady::time_point> restartAt;
   std::vector<std::pair<std::string, std::string>> env;  // of the current instance
+  std::shared_ptr<ContainerStdin> stdin;  // stdin/tty of the current instance, or null
   std::optional<Probe> startup, liveness, readiness;
 };
 
@@ -317,6 +319,7 @@ class ProcessKubeletsImpl : public ProcessKubelets {
   // Loop thread only.
   Steady::time_point nextLease_, nextStatus_;
   std::vector<std::pair<std::string, std::string>> lastEnv_;  // of the last launch()
+  std::shared_ptr<ContainerStdin> lastStdin_;  // of the last launch()
   std::vector<std::future<bool>> abandoned_;  // probe runs of gone container instances
 };
 

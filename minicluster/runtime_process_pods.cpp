@@ -225,7 +225,22 @@ pid_t ProcessKubeletsImpl::launch(ProcPod& p, const json& spec, const std::strin
   ls.bindFiles = p.bindFiles;
   ls.stdoutFd = fd;
   ls.stderrFd = fd;
+  // stdin: true keeps a pipe open for attach; tty: true runs the container on a terminal.
+  auto flag = [&](const char* f) {
+    return spec.contains(f) && spec[f].is_boolean() && spec[f].get<bool>();
+  };
+  std::shared_ptr<ContainerStdin> input;
+  if (flag("stdin") || flag("tty")) {
+    auto in = ContainerStdin::open(flag("stdin"), flag("stdinOnce"), flag("tty"), fd);
+    if (in) {
+      input = std::move(*in);
+      ls.stdinFd = input->childFd();
+      ls.ttyPath = input->ttyPath();
+    }
+  }
   auto pid = launchInSandbox(ls);
+  if (input) input->releaseChildEnd();
+  lastStdin_ = pid ? input : nullptr;
   if (!pid && fd >= 0) {
     std::string msg = pid.error().message + "\n";
     (void)!::write(fd, msg.data(), msg.size());
@@ -259,6 +274,7 @@ void ProcessKubeletsImpl::startContainer(ProcPod& p, size_t i) {
   auto now = SysClock::now();
   std::lock_guard<std::mutex> l(mu_);
   proc.env = lastEnv_;
+  proc.stdin = lastStdin_;
   proc.restartAt.reset();
   if (c.restartCount > 0) {
     proc.previousLogPath =

@@ -24,13 +24,13 @@ using namespace std::chrono_literals;
 
 // --- server -------------------------------------------------------------------------------
 
-class ServerExecStream final : public ExecStream {
+template <class Frame>
+class ServerStream final : public FrameStream<Frame> {
  public:
-  ServerExecStream(grpc::ServerContext* ctx,
-                   grpc::ServerReaderWriter<v1::ExecFrame, v1::ExecFrame>* rw)
+  ServerStream(grpc::ServerContext* ctx, grpc::ServerReaderWriter<Frame, Frame>* rw)
       : ctx_(ctx), rw_(rw) {}
-  bool read(v1::ExecFrame* frame) override { return rw_->Read(frame); }
-  bool write(const v1::ExecFrame& frame) override {
+  bool read(Frame* frame) override { return rw_->Read(frame); }
+  bool write(const Frame& frame) override {
     base::MutexLock lock(writeMu_);
     return rw_->Write(frame);
   }
@@ -41,7 +41,7 @@ class ServerExecStream final : public ExecStream {
 
  private:
   grpc::ServerContext* ctx_;
-  grpc::ServerReaderWriter<v1::ExecFrame, v1::ExecFrame>* rw_;
+  grpc::ServerReaderWriter<Frame, Frame>* rw_;
   base::Mutex writeMu_;
 };
 
@@ -66,8 +66,25 @@ class RemoteKubeletServiceImpl final : public v1::RemoteKubelet::Service {
   grpc::Status Exec(grpc::ServerContext* ctx,
                     grpc::ServerReaderWriter<v1::ExecFrame, v1::ExecFrame>* rw) override {
     return grpcauth::authenticated(ctx, "Exec", [&](const Caller& c) {
-      ServerExecStream stream(ctx, rw);
+      ServerStream<v1::ExecFrame> stream(ctx, rw);
       return h_.exec(c, stream);
+    });
+  }
+
+  grpc::Status Attach(grpc::ServerContext* ctx,
+                      grpc::ServerReaderWriter<v1::ExecFrame, v1::ExecFrame>* rw) override {
+    return grpcauth::authenticated(ctx, "Attach", [&](const Caller& c) {
+      ServerStream<v1::ExecFrame> stream(ctx, rw);
+      return h_.attach(c, stream);
+    });
+  }
+
+  grpc::Status PortForward(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<v1::PortForwardFrame, v1::PortForwardFrame>* rw) override {
+    return grpcauth::authenticated(ctx, "PortForward", [&](const Caller& c) {
+      ServerStream<v1::PortForwardFrame> stream(ctx, rw);
+      return h_.portForward(c, stream);
     });
   }
 
@@ -131,18 +148,20 @@ class CancelWatcher {
   std::thread thread_;
 };
 
-class ClientExecStream final : public ExecStream {
+// `open` starts the call on the stream's context: e.g. stub.Exec(ctx).
+template <class Frame>
+class ClientStream final : public FrameStream<Frame> {
  public:
-  explicit ClientExecStream(v1::RemoteKubelet::Stub& stub)
-      : rw_(stub.Exec(&ctx_)) {}
-  ~ClientExecStream() override {
+  template <class Open>
+  explicit ClientStream(Open&& open) : rw_(open(&ctx_)) {}
+  ~ClientStream() override {
     if (finished_) return;
     ctx_.TryCancel();
     grpc::Status s = rw_->Finish();
     (void)s;
   }
-  bool read(v1::ExecFrame* frame) override { return rw_->Read(frame); }
-  bool write(const v1::ExecFrame& frame) override {
+  bool read(Frame* frame) override { return rw_->Read(frame); }
+  bool write(const Frame& frame) override {
     base::MutexLock lock(writeMu_);
     return !writesDone_ && rw_->Write(frame);
   }
@@ -162,7 +181,7 @@ class ClientExecStream final : public ExecStream {
 
  private:
   grpc::ClientContext ctx_;
-  std::unique_ptr<grpc::ClientReaderWriter<v1::ExecFrame, v1::ExecFrame>> rw_;
+  std::unique_ptr<grpc::ClientReaderWriter<Frame, Frame>> rw_;
   base::Mutex writeMu_;  // also serializes writes
   bool writesDone_ GUARDED_BY(writeMu_) = false;
   bool finished_ = false;  // finish() called (by the reading thread)
@@ -198,7 +217,19 @@ class GrpcKubeletClient final : public KubeletClient {
   }
 
   kube::Result<std::unique_ptr<ExecStream>> exec() override {
-    return std::unique_ptr<ExecStream>(std::make_unique<ClientExecStream>(*stub_));
+    return std::unique_ptr<ExecStream>(std::make_unique<ClientStream<v1::ExecFrame>>(
+        [this](grpc::ClientContext* ctx) { return stub_->Exec(ctx); }));
+  }
+
+  kube::Result<std::unique_ptr<ExecStream>> attach() override {
+    return std::unique_ptr<ExecStream>(std::make_unique<ClientStream<v1::ExecFrame>>(
+        [this](grpc::ClientContext* ctx) { return stub_->Attach(ctx); }));
+  }
+
+  kube::Result<std::unique_ptr<PortForwardStream>> portForward() override {
+    return std::unique_ptr<PortForwardStream>(
+        std::make_unique<ClientStream<v1::PortForwardFrame>>(
+            [this](grpc::ClientContext* ctx) { return stub_->PortForward(ctx); }));
   }
 
   kube::Status listPods(v1::ListPodsResponse* resp, std::chrono::milliseconds timeout) override {

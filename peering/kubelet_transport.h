@@ -16,15 +16,17 @@
 
 namespace strait::peering {
 
-// One end of an Exec call. read() from one thread; write() from another (one writer at a
-// time); cancel() from any thread makes a blocked read() return false.
-class ExecStream {
+// One end of a bidirectional call (Exec, Attach: ExecFrame; PortForward: PortForwardFrame).
+// read() from one thread; write() from another (one writer at a time); cancel() from any
+// thread makes a blocked read() return false.
+template <class Frame>
+class FrameStream {
  public:
-  virtual ~ExecStream() = default;
+  virtual ~FrameStream() = default;
   // Next frame; false at the end of the stream or on failure.
-  virtual bool read(v1::ExecFrame* frame) = 0;
+  virtual bool read(Frame* frame) = 0;
   // Sends one frame; false when the stream is broken.
-  virtual bool write(const v1::ExecFrame& frame) = 0;
+  virtual bool write(const Frame& frame) = 0;
   // Client side: no more frames will be written (half-close). No-op on the server side.
   virtual void writesDone() = 0;
   // Ends the call.
@@ -36,6 +38,8 @@ class ExecStream {
   // Server side: OK.
   virtual kube::Status finish() = 0;
 };
+using ExecStream = FrameStream<v1::ExecFrame>;
+using PortForwardStream = FrameStream<v1::PortForwardFrame>;
 
 // Implemented by the provider side (reflection/remote_kubelet.h). Called from gRPC's thread
 // pool, concurrently: implementations must be thread-safe. `caller` is authenticated (its
@@ -50,6 +54,11 @@ class KubeletHandler {
                             const std::function<bool()>& cancelled) = 0;
   // Serves one exec: reads the start frame, relays frames both ways, writes the exit frame.
   virtual kube::Status exec(const Caller& caller, ExecStream& stream) = 0;
+  // Serves one attach: as exec, with a start frame that names no command.
+  virtual kube::Status attach(const Caller& caller, ExecStream& stream) = 0;
+  // Serves one forwarded connection: reads the start frame, writes `opened` once connected,
+  // then relays data both ways. A refusal or a failed connection is the returned error.
+  virtual kube::Status portForward(const Caller& caller, PortForwardStream& stream) = 0;
   virtual kube::Status listPods(const Caller& caller, v1::ListPodsResponse* resp) = 0;
   virtual kube::Status statsSummary(const Caller& caller, v1::StatsSummaryResponse* resp) = 0;
 };
@@ -68,6 +77,11 @@ class KubeletClient {
   // Opens an Exec call (the caller writes the start frame first). The stream is not bound
   // by a deadline; cancel() ends it.
   virtual kube::Result<std::unique_ptr<ExecStream>> exec() = 0;
+  // Opens an Attach call, as exec().
+  virtual kube::Result<std::unique_ptr<ExecStream>> attach() = 0;
+  // Opens a PortForward call (the caller writes the start frame first, then waits for
+  // `opened`). Not bound by a deadline; cancel() ends it.
+  virtual kube::Result<std::unique_ptr<PortForwardStream>> portForward() = 0;
   virtual kube::Status listPods(v1::ListPodsResponse* resp, std::chrono::milliseconds timeout) = 0;
   virtual kube::Status statsSummary(v1::StatsSummaryResponse* resp,
                                     std::chrono::milliseconds timeout) = 0;

@@ -10,7 +10,9 @@
 
 #include "base/thread_annotations.h"
 #include "kube/exec_client.h"
+#include "kube/portforward.h"
 #include "kube/object.h"
+#include "kube/quantity.h"
 #include "reflection/labels.h"
 
 namespace strait::reflection {
@@ -133,18 +135,34 @@ kube::Status RemoteKubelet::logs(const peering::Caller& caller, const v1::LogsRe
 }
 
 kube::Status RemoteKubelet::exec(const peering::Caller& caller, peering::ExecStream& stream) {
+  return relayStream(caller, stream, "exec");
+}
+
+kube::Status RemoteKubelet::attach(const peering::Caller& caller, peering::ExecStream& stream) {
+  return relayStream(caller, stream, "attach");
+}
+
+kube::Status RemoteKubelet::relayStream(const peering::Caller& caller,
+                                        peering::ExecStream& stream,
+                                        const std::string& subresource) {
+  const bool attach = subresource == "attach";
   v1::ExecFrame first;
   if (!stream.read(&first) || !first.has_start()) {
-    return kube::makeError(kube::Code::BadRequest, "exec: the first frame must be a start frame");
+    return kube::makeError(kube::Code::BadRequest,
+                           subresource + ": the first frame must be a start frame");
   }
   const v1::ExecStart& st = first.start();
-  if (st.command().empty()) {
+  if (!attach && st.command().empty()) {
     return kube::makeError(kube::Code::BadRequest,
                            "you must specify at least one command for the container");
+  }
+  if (attach && !st.command().empty()) {
+    return kube::makeError(kube::Code::BadRequest, "attach runs no command");
   }
   auto target = resolve(caller, st.namespace_(), st.pod());
   if (!target) return target.error();
   kube::ExecRequest er;
+  er.subresource = subresource;
   er.ns = target->remoteNs;
   er.pod = st.pod();
   er.container = st.container();
@@ -157,9 +175,9 @@ kube::Status RemoteKubelet::exec(const peering::Caller& caller, peering::ExecStr
   if (!opened) return opened.error();
   kube::WebSocket& ws = **opened;
   const bool v5 = ws.subprotocol() == kube::kExecProtocolV5;
-  spdlog::info("event=remote_exec consumer={} pod={}/{} container={} command={} protocol={}",
-               caller.clusterId, er.ns, er.pod, er.container, er.command.front(),
-               ws.subprotocol());
+  spdlog::info("event=remote_{} consumer={} pod={}/{} container={} command={} protocol={}",
+               subresource, caller.clusterId, er.ns, er.pod, er.container,
+               attach ? "" : er.command.front(), ws.subprotocol());
 
   // Consumer -> provider: stdin, its end, terminal resizes. Ends when the consumer
   // half-closes or cancels (then the WebSocket is closed so the output side ends too).
@@ -201,7 +219,8 @@ kube::Status RemoteKubelet::exec(const peering::Caller& caller, peering::ExecStr
   ws.close();
   v1::ExecFrame exit;
   exit.set_exit_status(status.empty()
-                           ? failureStatus("the exec stream from the provider ended without a status")
+                           ? failureStatus("the " + subresource +
+                                           " stream from the provider ended without a status")
                            : status);
   stream.write(exit);
   {
@@ -209,6 +228,81 @@ kube::Status RemoteKubelet::exec(const peering::Caller& caller, peering::ExecStr
     std::unique_lock<std::mutex> lock(mu);
     if (!cv.wait_for(lock, 5s, [&] { return inputDone; })) stream.cancel();
   }
+  input.join();
+  return kube::Status::OK();
+}
+
+kube::Status RemoteKubelet::portForward(const peering::Caller& caller,
+                                        peering::PortForwardStream& stream) {
+  v1::PortForwardFrame first;
+  if (!stream.read(&first) || !first.has_start()) {
+    return kube::makeError(kube::Code::BadRequest,
+                           "port-forward: the first frame must be a start frame");
+  }
+  const v1::PortForwardStart& st = first.start();
+  if (st.port() == 0 || st.port() > 65535) {
+    return kube::makeError(kube::Code::BadRequest,
+                           "port-forward: invalid port " + std::to_string(st.port()));
+  }
+  auto target = resolve(caller, st.namespace_(), st.pod());
+  if (!target) return target.error();
+  const auto port = static_cast<uint16_t>(st.port());
+  if (!o_.portForwarder) {
+    return kube::makeError(kube::Code::Unavailable, "port-forward is not available");
+  }
+  auto opened = o_.portForwarder(o_.providerConfig, target->remoteNs, st.pod(), port);
+  if (!opened) return opened.error();
+  kube::ByteStream& conn = **opened;
+  spdlog::info("event=remote_port_forward consumer={} pod={}/{} port={}", caller.clusterId,
+               target->remoteNs, st.pod(), port);
+  v1::PortForwardFrame ok;
+  ok.set_opened(true);
+  if (!stream.write(ok)) return kube::Status::OK();
+
+  // Consumer -> Pod. Ends when the consumer half-closes or cancels (then the connection is
+  // closed so the Pod side ends too).
+  std::mutex mu;
+  std::condition_variable cv;
+  bool inputDone = false;  // guarded by mu
+  std::thread input([&] {
+    v1::PortForwardFrame f;
+    while (stream.read(&f)) {
+      if (f.has_data()) {
+        if (!conn.write(f.data()).ok()) break;
+      } else if (f.has_close_write()) {
+        conn.closeWrite();
+      }
+    }
+    if (stream.cancelled()) conn.close();
+    std::lock_guard<std::mutex> lock(mu);
+    inputDone = true;
+    cv.notify_all();
+  });
+
+  // Pod -> consumer, then the end: close_write (the Pod side closed) or error.
+  std::vector<char> buf(64 * 1024);
+  v1::PortForwardFrame end;
+  for (;;) {
+    auto n = conn.read(std::span<char>(buf.data(), buf.size()));
+    if (!n) {
+      end.set_error(n.error().message);
+      break;
+    }
+    if (*n == 0) {
+      end.set_close_write(true);
+      break;
+    }
+    v1::PortForwardFrame data;
+    data.set_data(buf.data(), *n);
+    if (!stream.write(data)) break;
+  }
+  stream.write(end);
+  {
+    // The consumer ends its side once it has seen the end; do not wait for a silent one.
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, 5s, [&] { return inputDone; })) stream.cancel();
+  }
+  conn.close();
   input.join();
   return kube::Status::OK();
 }
@@ -252,22 +346,73 @@ kube::Status RemoteKubelet::listPods(const peering::Caller& caller, v1::ListPods
   return kube::Status::OK();
 }
 
-json statsSummaryOf(const json& consumerPods) {
+namespace {
+
+// A CPU quantity in nanocores ("250m", "1", "123456n"); nullopt when malformed.
+std::optional<uint64_t> nanoCoresOf(const json& q) {
+  if (!q.is_string()) return std::nullopt;
+  const std::string s = q.get<std::string>();
+  if (!s.empty() && s.back() == 'n') {
+    try {
+      return std::stoull(s.substr(0, s.size() - 1));
+    } catch (...) {
+      return std::nullopt;
+    }
+  }
+  auto v = kube::Quantity::parse(s);
+  if (!v || v->sign() < 0) return std::nullopt;
+  return static_cast<uint64_t>(v->milliValue()) * 1000000ull;
+}
+
+std::optional<uint64_t> bytesOf(const json& q) {
+  if (!q.is_string()) return std::nullopt;
+  auto v = kube::Quantity::parse(q.get<std::string>());
+  if (!v || v->sign() < 0) return std::nullopt;
+  return static_cast<uint64_t>(v->value());
+}
+
+}  // namespace
+
+json statsSummaryOf(const json& consumerPods, const std::map<std::string, json>& podMetrics) {
   json pods = json::array();
   for (const json& p : consumerPods.value("items", json::array())) {
     const json status = p.value("status", json::object());
+    // The provider's usage of this Pod (metrics.k8s.io PodMetrics), per container.
+    std::map<std::string, json> usage;
+    std::string time;
+    if (auto m = podMetrics.find(kube::getNamespace(p) + "/" + kube::getName(p));
+        m != podMetrics.end()) {
+      time = m->second.value("timestamp", "");
+      for (const json& c : m->second.value("containers", json::array())) {
+        usage[c.value("name", "")] = c.value("usage", json::object());
+      }
+    }
+    std::optional<uint64_t> podCpu = 0, podMemory = 0;
     json containers = json::array();
     for (const json& c : status.value("containerStatuses", json::array())) {
       json entry = {{"name", c.value("name", "")}};
       const json running = c.value("state", json::object()).value("running", json::object());
       if (running.contains("startedAt")) entry["startTime"] = running["startedAt"];
+      std::optional<uint64_t> cpu, memory;
+      if (auto u = usage.find(entry["name"].get<std::string>()); u != usage.end()) {
+        cpu = nanoCoresOf(u->second.value("cpu", json()));
+        memory = bytesOf(u->second.value("memory", json()));
+      }
+      if (cpu) entry["cpu"] = {{"time", time}, {"usageNanoCores", *cpu}};
+      if (memory) entry["memory"] = {{"time", time}, {"workingSetBytes", *memory}};
+      podCpu = podCpu && cpu ? std::optional<uint64_t>(*podCpu + *cpu) : std::nullopt;
+      podMemory = podMemory && memory ? std::optional<uint64_t>(*podMemory + *memory) : std::nullopt;
       containers.push_back(std::move(entry));
     }
     json stats = {{"podRef",
                    {{"name", kube::getName(p)},
                     {"namespace", kube::getNamespace(p)},
                     {"uid", kube::getUid(p)}}},
-                  {"containers", std::move(containers)}};
+                  {"containers", containers}};
+    if (!containers.empty() && podCpu) stats["cpu"] = {{"time", time}, {"usageNanoCores", *podCpu}};
+    if (!containers.empty() && podMemory) {
+      stats["memory"] = {{"time", time}, {"workingSetBytes", *podMemory}};
+    }
     if (status.contains("startTime")) stats["startTime"] = status["startTime"];
     pods.push_back(std::move(stats));
   }
@@ -276,9 +421,36 @@ json statsSummaryOf(const json& consumerPods) {
 
 kube::Status RemoteKubelet::statsSummary(const peering::Caller& caller,
                                          v1::StatsSummaryResponse* resp) {
-  auto pods = callerPods(caller);
-  if (!pods) return pods.error();
-  resp->set_summary_json(statsSummaryOf(*pods).dump());
+  if (kube::Status s = o_.authorize(caller); !s.ok()) return s.error();
+  kube::ListOptions lo;
+  lo.labelSelector = std::string(kLabelOriginClusterId) + "=" + caller.clusterId;
+  auto list = o_.provider->list(kube::resources::kPods, "", lo);
+  if (!list) return list.error();
+  // The provider's resource metrics of the same Pods, when it serves metrics.k8s.io
+  // (metrics-server, or the minicluster); without them the summary carries no usage.
+  std::map<std::string, json> byRemoteName;
+  static const kube::ResourceRef kPodMetrics{"metrics.k8s.io", "v1beta1", "pods", true};
+  if (auto metrics = o_.provider->list(kPodMetrics, "", lo); metrics) {
+    for (const json& m : metrics->value("items", json::array())) {
+      byRemoteName[kube::getNamespace(m) + "/" + kube::getName(m)] = m;
+    }
+  } else {
+    spdlog::debug("event=provider_metrics_unavailable consumer={} error=\"{}\"", caller.clusterId,
+                  metrics.error().message);
+  }
+  NamespaceMapping m = mappingOf(caller.clusterId);
+  json items = json::array();
+  std::map<std::string, json> podMetrics;  // by the consumer's namespace/name
+  for (const json& p : list->value("items", json::array())) {
+    json mine = podAsConsumerSees(p, m);
+    if (mine.is_null()) continue;
+    auto it = byRemoteName.find(kube::getNamespace(p) + "/" + kube::getName(p));
+    if (it != byRemoteName.end()) {
+      podMetrics[kube::getNamespace(mine) + "/" + kube::getName(mine)] = it->second;
+    }
+    items.push_back(std::move(mine));
+  }
+  resp->set_summary_json(statsSummaryOf(json{{"items", std::move(items)}}, podMetrics).dump());
   return kube::Status::OK();
 }
 

@@ -10,17 +10,20 @@
 // namespace that happens to have the mapped name, is NotFound, exactly like an absent one,
 // so a consumer learns nothing about Pods that are not its own.
 //
-// Then: logs through kube::Client::streamLogs (pods/log), exec through a pods/exec
-// WebSocket (kube/exec_client.h, v5 then v4), pods by a labelled list mapped back to the
-// consumer's namespaces, stats built from the Pods (the provider API server offers no
-// resource usage: no usage figures are invented, see statsSummary).
+// Then: logs through kube::Client::streamLogs (pods/log), exec and attach through a
+// pods/exec or pods/attach WebSocket (kube/exec_client.h, v5 then v4), port-forward through
+// pods/portforward (kube/portforward.h, one connection per call), pods by a labelled list
+// mapped back to the consumer's namespaces, stats built from the Pods (the provider API
+// server offers no resource usage: no usage figures are invented, see statsSummary).
 //
 // Thread-safe: each call uses only its own state and the (thread-safe) client.
 
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "kube/byte_stream.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
 #include "peering/kubelet_transport.h"
@@ -35,6 +38,11 @@ struct RemoteKubeletOptions {
   std::function<kube::Status(const peering::Caller&)> authorize;
   // Naming strategy of a consumer's namespaces; null = NamingStrategy::Default for all.
   std::function<NamingStrategy(const std::string& consumerId)> namingFor;
+  // Opens one forwarded connection to a Pod's port through the provider API server; null =
+  // kube::openPortForward (tests inject their own).
+  std::function<kube::Result<std::unique_ptr<kube::ByteStream>>(
+      const kube::RestConfig&, const std::string& ns, const std::string& pod, uint16_t port)>
+      portForwarder;
 };
 
 class RemoteKubelet final : public peering::KubeletHandler {
@@ -46,11 +54,17 @@ class RemoteKubelet final : public peering::KubeletHandler {
                     const std::function<bool(std::string_view)>& send,
                     const std::function<bool()>& cancelled) override;
   kube::Status exec(const peering::Caller& caller, peering::ExecStream& stream) override;
+  // pods/attach of the remote Pod, relayed like exec.
+  kube::Status attach(const peering::Caller& caller, peering::ExecStream& stream) override;
+  // One forwarded connection to a port of the remote Pod (pods/portforward of the provider
+  // API server, through `portForwarder`).
+  kube::Status portForward(const peering::Caller& caller,
+                           peering::PortForwardStream& stream) override;
   kube::Status listPods(const peering::Caller& caller, v1::ListPodsResponse* resp) override;
-  // A stats/v1alpha1 Summary: node {nodeName "" (the consumer fills in its virtual node),
-  // startTime}, and per Pod podRef (consumer namespace, name, origin uid), startTime and
-  // containers {name, startTime}. No cpu/memory usage: the provider API server does not
-  // expose it (no metrics API in the minicluster), and none is made up.
+  // A stats/v1alpha1 Summary: node {nodeName "" (the consumer fills in its virtual node)},
+  // and per Pod podRef (consumer namespace, name, origin uid), startTime and containers
+  // {name, startTime}, with cpu usageNanoCores and memory workingSetBytes from the
+  // provider's metrics.k8s.io PodMetrics when it serves them (nothing is made up otherwise).
   kube::Status statsSummary(const peering::Caller& caller,
                             v1::StatsSummaryResponse* resp) override;
 
@@ -64,6 +78,9 @@ class RemoteKubelet final : public peering::KubeletHandler {
   kube::Result<Target> resolve(const peering::Caller& caller, const std::string& ns,
                                const std::string& pod);
   NamespaceMapping mappingOf(const std::string& consumerId) const;
+  // exec or attach (`subresource`): the provider's stream WebSocket relayed to `stream`.
+  kube::Status relayStream(const peering::Caller& caller, peering::ExecStream& stream,
+                           const std::string& subresource);
   // The caller's Pods, each with metadata.namespace mapped back to the consumer's.
   kube::Result<nlohmann::json> callerPods(const peering::Caller& caller);
 
@@ -75,7 +92,10 @@ class RemoteKubelet final : public peering::KubeletHandler {
 // strait.io/origin-namespace annotation), uid = the origin uid. Null when `remotePod` is not
 // the consumer's (labels) or its namespace is not one the mapping produces.
 nlohmann::json podAsConsumerSees(const nlohmann::json& remotePod, const NamespaceMapping& m);
-// The stats Summary (see statsSummary) of consumer-view Pods.
-nlohmann::json statsSummaryOf(const nlohmann::json& consumerPods);
+// The stats Summary (see statsSummary) of consumer-view Pods; `podMetrics` (metrics.k8s.io
+// PodMetrics by the consumer's "namespace/name") adds usageNanoCores and workingSetBytes per
+// container and their sums per Pod. A figure the metrics lack is left out, never made up.
+nlohmann::json statsSummaryOf(const nlohmann::json& consumerPods,
+                              const std::map<std::string, nlohmann::json>& podMetrics = {});
 
 }  // namespace strait::reflection

@@ -47,30 +47,30 @@ std::string failure(const kube::Error& e) {
 
 char channelByte(kube::ExecChannel c) { return static_cast<char>(c); }
 
-}  // namespace
-
-void serveExec(const kube::HttpRequest& req, kube::Responder& out,
-               peering::KubeletClient& provider, const std::string& ns, const std::string& pod,
-               const std::string& container) {
-  std::vector<std::string> argv = req.queryAll("command");
-  if (argv.empty()) return plain(out, 400, "you must specify at least one command for the container");
+// The negotiated stream subprotocol, or "" after answering 400.
+std::string negotiate(const kube::HttpRequest& req, kube::Responder& out) {
   const std::string offered = req.header("sec-websocket-protocol");
-  std::string proto;
   for (std::string_view p : {kube::kExecProtocolV5, kube::kExecProtocolV4}) {
-    if (offered.find(p) != std::string::npos) {
-      proto = std::string(p);
-      break;
+    if (!req.header("upgrade").empty() && offered.find(p) != std::string::npos) {
+      return std::string(p);
     }
   }
-  if (req.header("upgrade").empty() || proto.empty()) {
-    return plain(out, 400,
-                 "unable to upgrade connection: this kubelet speaks WebSocket with "
-                 "v5.channel.k8s.io or v4.channel.k8s.io only");
-  }
+  plain(out, 400,
+        "unable to upgrade connection: this kubelet speaks WebSocket with "
+        "v5.channel.k8s.io or v4.channel.k8s.io only");
+  return "";
+}
+
+// Relays one exec or attach (`argv` empty) between the API server's WebSocket and the
+// provider.
+void relay(const kube::HttpRequest& req, kube::Responder& out, peering::KubeletClient& provider,
+           const std::string& ns, const std::string& pod, const std::string& container,
+           const std::vector<std::string>& argv, const std::string& proto) {
+  const bool attach = argv.empty();
   auto ws = out.acceptWebSocket(proto);
   if (!ws) return;
 
-  auto opened = provider.exec();
+  auto opened = attach ? provider.attach() : provider.exec();
   if (!opened) {
     ws->write(channelByte(kube::ExecChannel::Status) + failure(opened.error()));
     ws->close();
@@ -87,8 +87,8 @@ void serveExec(const kube::HttpRequest& req, kube::Responder& out,
   s->set_stdout(flag(req, "output", "stdout"));
   s->set_stderr(flag(req, "error", "stderr"));
   s->set_tty(flag(req, "tty", "tty"));
-  spdlog::info("event=exec pod={}/{} container={} command={} protocol={}", ns, pod, container,
-               argv.front(), proto);
+  spdlog::info("event={} pod={}/{} container={} command={} protocol={}",
+               attach ? "attach" : "exec", ns, pod, container, attach ? "" : argv.front(), proto);
   call.write(start);
 
   // Provider -> API server.
@@ -146,6 +146,26 @@ void serveExec(const kube::HttpRequest& req, kube::Responder& out,
     call.cancel();  // the API server hung up first
   }
   output.join();
+}
+
+}  // namespace
+
+void serveExec(const kube::HttpRequest& req, kube::Responder& out,
+               peering::KubeletClient& provider, const std::string& ns, const std::string& pod,
+               const std::string& container) {
+  std::vector<std::string> argv = req.queryAll("command");
+  if (argv.empty()) return plain(out, 400, "you must specify at least one command for the container");
+  const std::string proto = negotiate(req, out);
+  if (proto.empty()) return;
+  relay(req, out, provider, ns, pod, container, argv, proto);
+}
+
+void serveAttach(const kube::HttpRequest& req, kube::Responder& out,
+                 peering::KubeletClient& provider, const std::string& ns,
+                 const std::string& pod, const std::string& container) {
+  const std::string proto = negotiate(req, out);
+  if (proto.empty()) return;
+  relay(req, out, provider, ns, pod, container, {}, proto);
 }
 
 }  // namespace strait::vnode

@@ -66,17 +66,20 @@ class KubeletServer::Handler final : public kube::Handler {
     if (seg.size() == 1 && seg[0] == "healthz") return plain(out, 200, "ok");
     auto provider = c_.provider ? c_.provider() : nullptr;
     const bool isExec = !seg.empty() && seg[0] == "exec";
-    if (req.method != "GET" && !(isExec && req.method == "POST")) {
+    const bool isAttach = !seg.empty() && seg[0] == "attach";
+    if (req.method != "GET" && !((isExec || isAttach) && req.method == "POST")) {
       return plain(out, 405, "method " + req.method + " not allowed on " + req.path);
     }
     if (seg.size() == 1 && seg[0] == "pods") return pods(out, provider.get());
     if (seg.size() == 2 && seg[0] == "stats" && seg[1] == "summary") {
       return stats(out, provider.get());
     }
-    if ((seg.size() == 4 || seg.size() == 3) && (seg[0] == "containerLogs" || isExec)) {
+    if ((seg.size() == 4 || seg.size() == 3) &&
+        (seg[0] == "containerLogs" || isExec || isAttach)) {
       if (!provider) return noProvider(out);
       const std::string container = seg.size() == 4 ? seg[3] : "";
       if (isExec) return serveExec(req, out, *provider, seg[1], seg[2], container);
+      if (isAttach) return serveAttach(req, out, *provider, seg[1], seg[2], container);
       return logs(req, out, *provider, seg[1], seg[2], container);
     }
     plain(out, 404, "404 page not found");
