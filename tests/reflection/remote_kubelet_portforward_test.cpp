@@ -1,0 +1,282 @@
+// The provider side of `kubectl attach` and `kubectl port-forward` on an offloaded Pod, with
+// an in-memory provider API server and in-memory streams: a consumer reaches only its own
+// Pods (another consumer's Pod is NotFound and no connection is opened), its bytes reach the
+// Pod's port and the Pod's come back, and the Pod closing ends the stream.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "reflection/labels.h"
+#include "reflection/remote_kubelet.h"
+
+namespace strait::reflection {
+namespace {
+
+using nlohmann::json;
+
+const std::string kConsumer = "c0ffee00-0000-4000-8000-000000000001";
+const std::string kOther = "c0ffee00-0000-4000-8000-000000000002";
+
+// A provider API server holding a few Pods: get() only.
+class PodsOnlyClient final : public kube::Client {
+ public:
+  std::map<std::pair<std::string, std::string>, json> pods;
+  kube::RestConfig cfg;
+
+  const kube::RestConfig& config() const override { return cfg; }
+  kube::Result<json> get(const kube::ResourceRef&, std::string_view ns, std::string_view name,
+                         const kube::GetOptions&) override {
+    auto it = pods.find({std::string(ns), std::string(name)});
+    if (it == pods.end()) return kube::makeError(kube::Code::NotFound, "not found");
+    return it->second;
+  }
+  kube::Result<json> list(const kube::ResourceRef&, std::string_view,
+                          const kube::ListOptions&) override {
+    return unsupported();
+  }
+  kube::Result<json> create(const kube::ResourceRef&, std::string_view, const json&,
+                            const kube::WriteOptions&) override {
+    return unsupported();
+  }
+  kube::Result<json> update(const kube::ResourceRef&, std::string_view, const json&,
+                            const kube::WriteOptions&) override {
+    return unsupported();
+  }
+  kube::Result<json> patch(const kube::ResourceRef&, std::string_view, std::string_view,
+                           kube::PatchType, const json&, const kube::WriteOptions&) override {
+    return unsupported();
+  }
+  kube::Result<json> remove(const kube::ResourceRef&, std::string_view, std::string_view,
+                            const kube::DeleteOptions&) override {
+    return unsupported();
+  }
+  kube::Result<json> removeCollection(const kube::ResourceRef&, std::string_view,
+                                      const kube::ListOptions&,
+                                      const kube::DeleteOptions&) override {
+    return unsupported();
+  }
+  kube::Status watch(const kube::ResourceRef&, std::string_view, const kube::WatchOptions&,
+                     const std::function<bool(kube::WatchEvent&&)>&, std::stop_token) override {
+    return unsupported().error();
+  }
+  kube::Status streamLogs(std::string_view, std::string_view, const kube::LogOptions&,
+                          const std::function<bool(std::string_view)>&,
+                          std::stop_token) override {
+    return unsupported().error();
+  }
+
+ private:
+  static kube::Result<json> unsupported() {
+    return kube::makeError(kube::Code::Internal, "not used by this test");
+  }
+};
+
+json pod(const std::string& ns, const std::string& name, const std::string& owner) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", ns},
+            {"labels",
+             {{std::string(kLabelOriginClusterId), owner},
+              {std::string(kLabelOriginUid), "uid-" + name}}}}}};
+}
+
+// The server end of a PortForward call: frames from the consumer are queued by the test,
+// frames to it collected.
+class FakeCall final : public peering::PortForwardStream {
+ public:
+  void push(v1::PortForwardFrame f) {
+    std::lock_guard<std::mutex> l(mu_);
+    in_.push_back(std::move(f));
+    cv_.notify_all();
+  }
+  void endInput() {
+    std::lock_guard<std::mutex> l(mu_);
+    inputEnded_ = true;
+    cv_.notify_all();
+  }
+  std::vector<v1::PortForwardFrame> written() {
+    std::lock_guard<std::mutex> l(mu_);
+    return out_;
+  }
+  // Waits (up to 5 s) until a written frame satisfies `pred`.
+  bool waitWritten(const std::function<bool(const v1::PortForwardFrame&)>& pred) {
+    std::unique_lock<std::mutex> l(mu_);
+    return cv_.wait_for(l, std::chrono::seconds(5), [&] {
+      for (const auto& f : out_) {
+        if (pred(f)) return true;
+      }
+      return false;
+    });
+  }
+
+  bool read(v1::PortForwardFrame* f) override {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait(l, [&] { return !in_.empty() || inputEnded_ || cancelled_; });
+    if (in_.empty()) return false;
+    *f = std::move(in_.front());
+    in_.pop_front();
+    return true;
+  }
+  bool write(const v1::PortForwardFrame& f) override {
+    std::lock_guard<std::mutex> l(mu_);
+    out_.push_back(f);
+    cv_.notify_all();
+    return true;
+  }
+  void writesDone() override {}
+  void cancel() override {
+    std::lock_guard<std::mutex> l(mu_);
+    cancelled_ = true;
+    cv_.notify_all();
+  }
+  bool cancelled() override {
+    std::lock_guard<std::mutex> l(mu_);
+    return cancelled_;
+  }
+  kube::Status finish() override { return kube::Status::OK(); }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<v1::PortForwardFrame> in_;
+  std::vector<v1::PortForwardFrame> out_;
+  bool inputEnded_ = false, cancelled_ = false;
+};
+
+// The Pod's port: answers "echo:" + what it got, then closes when told.
+class EchoPort final : public kube::ByteStream {
+ public:
+  kube::Result<size_t> read(std::span<char> buf) override {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait(l, [&] { return !pending_.empty() || eof_ || closed_; });
+    if (closed_) return kube::makeError(kube::Code::Unavailable, "closed");
+    if (pending_.empty()) return size_t{0};
+    size_t n = std::min(buf.size(), pending_.size());
+    std::copy_n(pending_.begin(), n, buf.begin());
+    pending_.erase(0, n);
+    return n;
+  }
+  kube::Status write(std::string_view data) override {
+    std::lock_guard<std::mutex> l(mu_);
+    pending_ += "echo:" + std::string(data);
+    cv_.notify_all();
+    return kube::Status::OK();
+  }
+  void closeWrite() override {}
+  void close() override {
+    std::lock_guard<std::mutex> l(mu_);
+    closed_ = true;
+    cv_.notify_all();
+  }
+  void podCloses() {
+    std::lock_guard<std::mutex> l(mu_);
+    eof_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::string pending_;
+  bool eof_ = false, closed_ = false;
+};
+
+struct Dialed {
+  std::string ns, pod;
+  uint16_t port = 0;
+};
+
+class RemoteKubeletPortForwardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    client_.pods[{"web-" + kConsumer, "mine"}] = pod("web-" + kConsumer, "mine", kConsumer);
+    client_.pods[{"web-" + kConsumer, "theirs"}] = pod("web-" + kConsumer, "theirs", kOther);
+    RemoteKubeletOptions o;
+    o.provider = &client_;
+    o.providerConfig.server = "https://127.0.0.1:1";
+    o.authorize = [](const peering::Caller&) { return kube::Status::OK(); };
+    o.portForwarder = [this](const kube::RestConfig&, const std::string& ns,
+                             const std::string& pod, uint16_t port)
+        -> kube::Result<std::unique_ptr<kube::ByteStream>> {
+      std::lock_guard<std::mutex> l(mu_);
+      dialed_.push_back({ns, pod, port});
+      auto s = std::make_unique<EchoPort>();
+      port_ = s.get();
+      return std::unique_ptr<kube::ByteStream>(std::move(s));
+    };
+    auto rk = RemoteKubelet::create(std::move(o));
+    ASSERT_TRUE(rk.ok()) << rk.error().message;
+    kubelet_ = std::move(*rk);
+  }
+
+  static v1::PortForwardFrame start(const std::string& ns, const std::string& pod,
+                                    uint32_t port) {
+    v1::PortForwardFrame f;
+    f.mutable_start()->set_namespace_(ns);
+    f.mutable_start()->set_pod(pod);
+    f.mutable_start()->set_port(port);
+    return f;
+  }
+
+  PodsOnlyClient client_;
+  std::unique_ptr<RemoteKubelet> kubelet_;
+  std::mutex mu_;
+  std::vector<Dialed> dialed_;
+  EchoPort* port_ = nullptr;
+};
+
+TEST_F(RemoteKubeletPortForwardTest, AnotherConsumersPodIsNotFoundAndNothingIsDialed) {
+  FakeCall call;
+  call.push(start("web", "theirs", 8080));
+  kube::Status s = kubelet_->portForward({kConsumer, "test"}, call);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, kube::Code::NotFound);
+  EXPECT_TRUE(call.written().empty());
+  std::lock_guard<std::mutex> l(mu_);
+  EXPECT_TRUE(dialed_.empty());
+}
+
+TEST_F(RemoteKubeletPortForwardTest, PortZeroIsRefused) {
+  FakeCall call;
+  call.push(start("web", "mine", 0));
+  kube::Status s = kubelet_->portForward({kConsumer, "test"}, call);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, kube::Code::BadRequest);
+}
+
+TEST_F(RemoteKubeletPortForwardTest, BytesFlowBothWaysAndThePodClosingEndsTheStream) {
+  FakeCall call;
+  call.push(start("web", "mine", 8080));
+  kube::Status result;
+  std::thread server([&] { result = kubelet_->portForward({kConsumer, "test"}, call); });
+  ASSERT_TRUE(call.waitWritten([](const auto& f) { return f.has_opened(); }));
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ASSERT_EQ(dialed_.size(), 1u);
+    EXPECT_EQ(dialed_[0].ns, "web-" + kConsumer);
+    EXPECT_EQ(dialed_[0].pod, "mine");
+    EXPECT_EQ(dialed_[0].port, 8080);
+  }
+  v1::PortForwardFrame data;
+  data.set_data("GET /hostname");
+  call.push(data);
+  EXPECT_TRUE(call.waitWritten(
+      [](const auto& f) { return f.has_data() && f.data() == "echo:GET /hostname"; }));
+  port_->podCloses();
+  EXPECT_TRUE(call.waitWritten([](const auto& f) { return f.has_close_write(); }));
+  call.endInput();  // the consumer ends its side once it saw the end
+  server.join();
+  EXPECT_TRUE(result.ok());
+  auto frames = call.written();
+  ASSERT_FALSE(frames.empty());
+  EXPECT_TRUE(frames.front().has_opened());
+  EXPECT_TRUE(frames.back().has_close_write());
+}
+
+}  // namespace
+}  // namespace strait::reflection
