@@ -12,6 +12,7 @@
 #include "kube/patch.h"
 #include "minicluster/api_request.h"
 #include "minicluster/binding.h"
+#include "minicluster/metrics_api.h"
 #include "minicluster/request_info.h"
 
 namespace strait::minicluster {
@@ -102,6 +103,10 @@ void ApiHandler::dispatch(const HttpRequest& req, Responder& out) {
     reply(out, 200, doc->dump());
     return;
   }
+  if (isMetricsApiPath(path)) {
+    serveMetricsApi(req, out, rest_, registry_, kubeletClient_);
+    return;
+  }
   RequestInfo ri = parseRequestPath(path);
   if (ri.discoveryDepth > 0) {
     handleDiscovery(req, out, ri);
@@ -124,14 +129,18 @@ void ApiHandler::handleDiscovery(const HttpRequest& req, Responder& out, const R
           m.params.count("g") && m.params.at("g") == "apidiscovery.k8s.io") {
         std::string v = m.params.count("v") ? m.params.at("v") : "";
         if (v != "v2" && v != "v2beta1") continue;
+        json doc = registry_.aggregatedDiscovery(legacy, "apidiscovery.k8s.io/" + v);
+        if (!legacy) addMetricsAggregatedDiscovery(doc);
         reply(out, 200,
-              registry_.aggregatedDiscovery(legacy, "apidiscovery.k8s.io/" + v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+              doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
               "application/json;g=apidiscovery.k8s.io;v=" + v + ";as=APIGroupDiscoveryList");
         return;
       }
       if (!m.params.count("as") && acceptsJson(m)) break;
     }
-    reply(out, 200, legacy ? registry_.apiVersions().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : registry_.apiGroupList().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    json groups = legacy ? registry_.apiVersions() : registry_.apiGroupList();
+    if (!legacy) addMetricsGroup(groups);
+    reply(out, 200, groups.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return;
   }
   if (ri.discoveryDepth == 2) {  // /apis/G
@@ -263,10 +272,10 @@ void ApiHandler::handleResource(const HttpRequest& req, Responder& out, const Re
   // Subresources with their own representation.
   if (sub == "scale") return handleScale(req, out, info, ns, name);
   if (sub == "binding") return handleBinding(req, out, info, ns, name);
-  if (sub == "log" || sub == "exec" || sub == "attach") {
+  if (sub == "log" || sub == "exec" || sub == "attach" || sub == "portforward") {
     return servePodStream(req, out, rest_, registry_, info, ns, name, sub, kubeletClient_);
   }
-  if (sub == "portforward" || sub == "proxy") {
+  if (sub == "proxy") {
     auto pod = rest_.get(info, ns, name);
     if (!pod) return replyError(out, pod.error(), name, &info);
     return replyError(out, makeError(Code::Unavailable,

@@ -51,6 +51,7 @@ class KubeletApiHandler : public Handler {
     if (req.user.empty()) return text(out, 401, "Unauthorized");
     auto parts = splitPath(req.path);
     if (req.path == "/pods" || req.path == "/pods/") return listPods(out);
+    if (req.path == "/stats/summary" || req.path == "/stats/summary/") return statsSummary(req, out);
     const bool attach = parts[0] == "attach";
     if (parts.size() >= 4 && (parts[0] == "containerLogs" || parts[0] == "exec" || attach)) {
       // /exec/{ns}/{pod}/{uid}/{container} is accepted too, as by a real kubelet.
@@ -98,6 +99,26 @@ class KubeletApiHandler : public Handler {
     r.status = code;
     r.headers["Content-Type"] = "text/plain; charset=utf-8";
     r.body = body + (body.empty() || body.back() == '\n' ? "" : "\n");
+    out.respond(std::move(r));
+  }
+
+  // GET /stats/summary: the Summary of the node this request reached (the Host it named);
+  // only runtimes whose containers really run have usage to report.
+  void statsSummary(const HttpRequest& req, Responder& out) {
+    auto* procs = kubelets_.processes();
+    if (!procs) {
+      return text(out, 404, "stats are not available: the simulated runtime's containers use "
+                            "no resources (use --runtime process)");
+    }
+    std::string host = req.header("host");
+    if (auto colon = host.rfind(':'); colon != std::string::npos && host.find(']') == std::string::npos) {
+      host = host.substr(0, colon);
+    }
+    auto summary = procs->statsSummary(host);
+    if (!summary) return text(out, kube::httpCode(summary.error().code), summary.error().message);
+    HttpResponse r;
+    r.headers["Content-Type"] = "application/json";
+    r.body = summary->dump();
     out.respond(std::move(r));
   }
 

@@ -3,6 +3,9 @@
 // certificates from the cluster CA required), with a real kubelet's paths:
 //   GET /healthz                                  "ok"
 //   GET /pods                                     PodList of the pods on simulated nodes
+//   GET /stats/summary                            stats/v1alpha1 Summary of the node the
+//                                                 request reached (process runtime only:
+//                                                 stats_summary.h; 404 for simulated Pods)
 //   GET /containerLogs/{ns}/{pod}/{container}     synthetic output; follow, tailLines,
 //                                                 timestamps, sinceSeconds, sinceTime,
 //                                                 limitBytes, previous

@@ -51,10 +51,10 @@ std::string containerId(const SimPod& p, const SimContainer& c, int restart) {
 }
 
 json terminatedState(const SimPod& p, const SimContainer& c, int restart, TimePoint started,
-                     TimePoint finished, int exitCode) {
+                     TimePoint finished, int exitCode, const std::string& reason) {
   return {{"terminated",
            {{"exitCode", exitCode},
-            {"reason", exitCode == 0 ? "Completed" : "Error"},
+            {"reason", !reason.empty() ? reason : exitCode == 0 ? "Completed" : "Error"},
             {"startedAt", kube::rfc3339(started)},
             {"finishedAt", kube::rfc3339(finished)},
             {"containerID", containerId(p, c, restart)}}}};
@@ -108,7 +108,8 @@ json buildPodStatus(const SimPod& p, const json& old, TimePoint now) {
       cs["state"] = {{"running", {{"startedAt", kube::rfc3339(*c.startedAt)}}}};
       cs["containerID"] = containerId(p, c, c.restartCount);
     } else if (terminated) {
-      cs["state"] = terminatedState(p, c, c.restartCount, *c.startedAt, *c.finishedAt, c.exitCode);
+      cs["state"] = terminatedState(p, c, c.restartCount, *c.startedAt, *c.finishedAt, c.exitCode,
+                                    c.terminatedReason);
       cs["containerID"] = containerId(p, c, c.restartCount);
     } else {
       json w = {{"reason", c.waitingReason}};
@@ -117,7 +118,7 @@ json buildPodStatus(const SimPod& p, const json& old, TimePoint now) {
     }
     if (c.prevStartedAt && c.prevFinishedAt) {
       cs["lastState"] = terminatedState(p, c, c.restartCount - 1, *c.prevStartedAt,
-                                        *c.prevFinishedAt, c.prevExitCode);
+                                        *c.prevFinishedAt, c.prevExitCode, c.prevTerminatedReason);
     } else {
       cs["lastState"] = json::object();
     }

@@ -28,6 +28,9 @@ struct SimContainer : ContainerRuntime {
   // started only once its startup probe succeeded.
   bool probeReady = true;
   bool probeStarted = true;
+  // The terminated reason of the current and of the previous instance when not the one the
+  // exit code gives ("Completed" / "Error"): "OOMKilled" (process runtime, cgroups).
+  std::string terminatedReason, prevTerminatedReason;
 };
 
 struct SimPod {

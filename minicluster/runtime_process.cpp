@@ -17,6 +17,15 @@ kube::Status ProcessKubeletsImpl::start(uint16_t) {
                  opts_.clusterName, left.namespaces.size(), left.links.size(),
                  left.processes.size());
   }
+  cgroups_ = ProcessCgroups::open(opts_.clusterName);
+  startedAt_ = SysClock::now();
+  if (cgroups_->mode() == CgroupMode::None) {
+    spdlog::warn("event=resource_limits_not_enforced cluster={} reason=\"{}\"", opts_.clusterName,
+                 cgroups_->reason());
+  } else {
+    spdlog::info("event=resource_limits cluster={} cgroups=\"{}\"", opts_.clusterName,
+                 cgroups_->describe());
+  }
   runDir_ = runDirOf(opts_.clusterName);
   std::error_code ec;
   fs::remove_all(runDir_, ec);
@@ -63,6 +72,7 @@ void ProcessKubeletsImpl::stop() {
   if (dns_) dns_->stop();
   if (proxy_) proxy_->stop();
   network_.destroy();
+  if (cgroups_) cgroups_->sweep(true);
   std::error_code ec;
   fs::remove_all(runDir_, ec);
   lock_.releaseAndRemove();
@@ -174,6 +184,20 @@ kube::Status ProcessKubeletsImpl::registerNode(Node& n) {
   auto uid = registerNodeObject(rest_, *nodesInfo_, node, now);
   if (!uid) return uid.error();
   n.uid = *uid;
+  // How resource limits are enforced on this node (kResourceLimitsAnnotation), and a Warning
+  // event when they are not.
+  auto a = rest_.mutate(*nodesInfo_, "", n.name, "", [&](json& cur) -> kube::Status {
+    cur["metadata"]["annotations"][kResourceLimitsAnnotation] = cgroups_->describe();
+    return kube::Status::OK();
+  });
+  if (!a) spdlog::warn("event=node_annotate_failed node={} error=\"{}\"", n.name, a.error().message);
+  if (cgroups_->mode() == CgroupMode::None) {
+    recorder_.record(json{{"kind", "Node"}, {"apiVersion", "v1"},
+                          {"metadata", {{"name", n.name}, {"uid", n.uid}}}},
+                     "Warning", "ResourceLimitsNotEnforced",
+                     "resources.limits are not enforced on this node: " + cgroups_->reason(),
+                     n.name);
+  }
   renewLease(n);
   return kube::Status::OK();
 }
@@ -360,6 +384,9 @@ kube::Result<SweepReport> cleanupProcessRuntime(const std::string& clusterName) 
   ClusterLock lock;
   if (auto s = lock.acquire(clusterName); !s) return s.error();
   SweepReport r = sweepClusterNetwork(clusterName);
+  if (int n = ProcessCgroups::sweepCluster(clusterName); n > 0) {
+    spdlog::info("event=cgroups_swept cluster={} cgroups={}", clusterName, n);
+  }
   std::error_code ec;
   fs::remove_all(process_kubelets::runDirOf(clusterName), ec);
   lock.releaseAndRemove();

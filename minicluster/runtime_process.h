@@ -66,6 +66,11 @@ class ContainerProcesses {
   // The sandbox of `container` (regular or init) of pod ns/name, or nullopt. Any thread.
   virtual std::optional<ContainerSandbox> sandbox(const std::string& ns, const std::string& name,
                                                   const std::string& container) const = 0;
+  // The kubelet stats Summary (stats_summary.h) of the node whose kubelet API listens on
+  // `nodeAddress` (its InternalIP; "" with a single node): real CPU and memory of its running
+  // containers. NotFound for an address no node has. May block about half a second (the
+  // first CPU rate of a container needs two samples). Any thread.
+  virtual kube::Result<nlohmann::json> statsSummary(const std::string& nodeAddress) = 0;
 };
 
 class ProcessKubelets : public SimulatedKubelets, public ContainerProcesses {

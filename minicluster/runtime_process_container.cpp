@@ -99,6 +99,8 @@ kube::Result<pid_t> launchInSandbox(const LaunchSpec& spec) {
   const char* wd = spec.workingDir.empty() ? "/" : spec.workingDir.c_str();
   std::vector<std::pair<const char*, const char*>> binds;
   for (const auto& [src, dst] : spec.bindFiles) binds.emplace_back(src.c_str(), dst.c_str());
+  std::vector<const char*> cgroups;
+  for (const auto& f : spec.cgroupProcs) cgroups.push_back(f.c_str());
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -110,6 +112,16 @@ kube::Result<pid_t> launchInSandbox(const LaunchSpec& spec) {
     ::setsid();
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
+    for (const char* f : cgroups) {
+      int cg = ::open(f, O_WRONLY | O_CLOEXEC);
+      if (cg < 0 || ::write(cg, "0", 1) != 1) {
+        int e = errno;
+        writeAll(spec.stderrFd >= 0 ? spec.stderrFd : 2, "cannot join cgroup ", f, ": ");
+        writeAll(spec.stderrFd >= 0 ? spec.stderrFd : 2, std::strerror(e), "\n");
+        ::_exit(127);
+      }
+      ::close(cg);
+    }
     int in = spec.stdinFd, out = spec.stdoutFd, err = spec.stderrFd;
     if (!spec.ttyPath.empty()) {
       int tty = ::open(spec.ttyPath.c_str(), O_RDWR);

@@ -37,9 +37,11 @@
 #include "minicluster/event_recorder.h"
 #include "minicluster/kubelet_exec.h"
 #include "minicluster/kubelet_status.h"
+#include "minicluster/runtime_process_cgroup.h"
 #include "minicluster/runtime_process_launch.h"
 #include "minicluster/runtime_process_probe.h"
 #include "minicluster/service_proxy.h"
+#include "minicluster/stats_summary.h"
 
 namespace strait::minicluster::process_kubelets {
 
@@ -203,6 +205,8 @@ class ProcessKubeletsImpl : public ProcessKubelets {
   std::optional<ContainerSandbox> sandbox(const std::string& ns, const std::string& name,
                                           const std::string& container) const override;
 
+  kube::Result<json> statsSummary(const std::string& nodeAddress) override;
+
  private:
   // --- nodes ---------------------------------------------------------------------------------
 
@@ -261,6 +265,18 @@ class ProcessKubeletsImpl : public ProcessKubelets {
 
   void deletePod(const std::string& ns, const std::string& name, const std::string& uid);
 
+  // --- cgroups (runtime_process_stats.cpp) ---------------------------------------------------
+
+  // Creates the cgroups of a new instance of container `spec`; the cgroup.procs files its
+  // process joins (empty without cgroups), or the error that keeps it from starting.
+  kube::Result<std::vector<std::string>> joinCgroups(const ProcPod& p, const json& spec);
+
+  // "OOMKilled" when the container's last instance was OOM-killed, else "".
+  std::string exitReason(const ProcPod& p, const std::string& container) const;
+
+  // Removes the Pod's cgroups (its processes are gone).
+  void removeCgroups(const ProcPod& p);
+
   // --- probes --------------------------------------------------------------------------------
 
   // Arms the probes of a new container instance (caller holds mu_).
@@ -304,6 +320,10 @@ class ProcessKubeletsImpl : public ProcessKubelets {
   std::unique_ptr<ServiceProxy> proxy_;
   std::unique_ptr<ClusterDns> dns_;
   std::string runDir_;
+  // Set by start() before the kubelet APIs serve; never reset while they may.
+  std::unique_ptr<ProcessCgroups> cgroups_;
+  SysClock::time_point startedAt_;
+  CpuRateTracker rates_;  // thread-safe
   bool started_ = false;
   std::thread thread_;
   std::atomic<bool> stopping_{false};

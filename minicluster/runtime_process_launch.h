@@ -27,6 +27,9 @@ struct LaunchSpec {
   // Files bind-mounted over others (source, target) in a mount namespace of the process's
   // own (resolv.conf, hosts); empty = the host's mount namespace.
   std::vector<std::pair<std::string, std::string>> bindFiles;
+  // cgroup.procs files the child joins (writes "0" to) before anything else; failing to
+  // join one fails the launch (exit 127). See runtime_process_cgroup.h.
+  std::vector<std::string> cgroupProcs;
 };
 
 // Forks and execs `spec` in a new session (so the whole process group can be signalled

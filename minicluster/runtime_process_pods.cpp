@@ -225,6 +225,15 @@ pid_t ProcessKubeletsImpl::launch(ProcPod& p, const json& spec, const std::strin
   ls.bindFiles = p.bindFiles;
   ls.stdoutFd = fd;
   ls.stderrFd = fd;
+  auto cgroupProcs = joinCgroups(p, spec);
+  if (!cgroupProcs) {
+    std::string msg = cgroupProcs.error().message + "\n";
+    if (fd >= 0) (void)!::write(fd, msg.data(), msg.size());
+    if (fd >= 0) ::close(fd);
+    lastStdin_ = nullptr;
+    return -1;
+  }
+  ls.cgroupProcs = std::move(*cgroupProcs);
   // stdin: true keeps a pipe open for attach; tty: true runs the container on a terminal.
   auto flag = [&](const char* f) {
     return spec.contains(f) && spec[f].is_boolean() && spec[f].get<bool>();
@@ -312,15 +321,19 @@ void ProcessKubeletsImpl::onExit(ProcPod& p, size_t i, int code) {
                                   (p.sim.restartPolicy == "OnFailure" && code != 0));
   std::string event;
   disarmProbes(proc);
+  std::string reason = exitReason(p, c.name);
   {
     std::lock_guard<std::mutex> l(mu_);
     proc.pid = -1;
     c.finishedAt = now;
     c.exitCode = code;
+    c.terminatedReason = reason;
     if (restart) {
       c.prevStartedAt = c.startedAt;
       c.prevFinishedAt = now;
       c.prevExitCode = code;
+      c.prevTerminatedReason = reason;
+      c.terminatedReason.clear();
       c.startedAt.reset();
       c.finishedAt.reset();
       ++c.restartCount;
@@ -392,6 +405,7 @@ void ProcessKubeletsImpl::killAll(ProcPod& p) {
   if (p.init.pid > 0) ::waitpid(p.init.pid, nullptr, 0);
   p.init.pid = -1;
   if (!p.hostNetwork) network_.removePod(p.sim.uid);
+  removeCgroups(p);
 }
 
 void ProcessKubeletsImpl::forgetPod(const std::string& key) {

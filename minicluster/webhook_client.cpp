@@ -43,16 +43,15 @@ struct Call {
   bool done = false;
 };
 
-}  // namespace
-
-kube::Result<WebhookReply> postWebhook(const WebhookTarget& t, const std::string& body,
-                                       std::chrono::milliseconds timeout) {
+kube::Result<WebhookReply> request(http::verb verb, const WebhookTarget& t, const std::string& body,
+                                   std::chrono::milliseconds timeout) {
   const std::string hostPort =
       (t.host.find(':') != std::string::npos ? "[" + t.host + "]" : t.host) + ":" +
       std::to_string(t.port);
   const std::string url = "https://" + hostPort + t.path;
+  const std::string method = verb == http::verb::get ? "Get" : "Post";
   auto fail = [&](const std::string& what) {
-    return kube::makeError(kube::Code::Internal, "Post \"" + url + "\": " + what);
+    return kube::makeError(kube::Code::Internal, method + " \"" + url + "\": " + what);
   };
 
   ssl::context tls(ssl::context::tls_client);
@@ -64,24 +63,33 @@ kube::Result<WebhookReply> postWebhook(const WebhookTarget& t, const std::string
     tls.add_certificate_authority(net::buffer(t.caPem), ec);
     if (ec) return fail("invalid caBundle: " + ec.message());
   }
+  if (!t.clientCertPem.empty()) {
+    tls.use_certificate_chain(net::buffer(t.clientCertPem), ec);
+    if (!ec) tls.use_private_key(net::buffer(t.clientKeyPem), ssl::context::pem, ec);
+    if (ec) return fail("invalid client certificate: " + ec.message());
+  }
 
   net::io_context ioc;
   auto call = std::make_shared<Call>(ioc, tls);
   const std::string name = t.serverName.empty() ? t.host : t.serverName;
   SSL* ssl = call->stream.native_handle();
-  if (isIp(name)) {
+  if (!t.verifyName) {
+    if (!isIp(name)) SSL_set_tlsext_host_name(ssl, name.c_str());
+  } else if (isIp(name)) {
     X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name.c_str());
   } else {
     SSL_set_tlsext_host_name(ssl, name.c_str());
     SSL_set1_host(ssl, name.c_str());
   }
-  call->request = http::request<http::string_body>(http::verb::post, t.path, 11);
+  call->request = http::request<http::string_body>(verb, t.path, 11);
   call->request.set(http::field::host, hostPort);
-  call->request.set(http::field::content_type, "application/json");
+  if (verb != http::verb::get) call->request.set(http::field::content_type, "application/json");
   call->request.set(http::field::accept, "application/json");
   call->request.set(http::field::user_agent, "strait-minicluster/admission");
-  call->request.body() = body;
-  call->request.prepare_payload();
+  if (verb != http::verb::get) {
+    call->request.body() = body;
+    call->request.prepare_payload();
+  }
   call->parser.body_limit(kMaxReplyBytes);
 
   auto failWith = [call](const std::string& what, const error_code& e) {
@@ -122,6 +130,17 @@ kube::Result<WebhookReply> postWebhook(const WebhookTarget& t, const std::string
   error_code ignored;
   call->stream.next_layer().close(ignored);
   return reply;
+}
+
+}  // namespace
+
+kube::Result<WebhookReply> postWebhook(const WebhookTarget& t, const std::string& body,
+                                       std::chrono::milliseconds timeout) {
+  return request(http::verb::post, t, body, timeout);
+}
+
+kube::Result<WebhookReply> getHttps(const WebhookTarget& t, std::chrono::milliseconds timeout) {
+  return request(http::verb::get, t, "", timeout);
 }
 
 }  // namespace strait::minicluster

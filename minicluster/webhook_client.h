@@ -18,6 +18,11 @@ struct WebhookTarget {
   std::string path = "/";  // request target, query included
   std::string serverName;  // name (or IP) the certificate must be valid for; "" = host
   std::string caPem;       // trusted CAs; "" = the system's default trust store
+  // Client certificate and key presented to the server ("" = none).
+  std::string clientCertPem, clientKeyPem;
+  // False: the chain is verified against caPem but not the name (as the API server's calls
+  // to kubelets, whose serving certificates need not name the address dialled).
+  bool verifyName = true;
 };
 
 struct WebhookReply {
@@ -31,5 +36,9 @@ struct WebhookReply {
 // most about `timeout`.
 kube::Result<WebhookReply> postWebhook(const WebhookTarget& target, const std::string& body,
                                        std::chrono::milliseconds timeout);
+
+// GETs target.path (Accept: application/json) and returns the reply; errors as postWebhook's
+// ("Get ..."). Blocks at most about `timeout`.
+kube::Result<WebhookReply> getHttps(const WebhookTarget& target, std::chrono::milliseconds timeout);
 
 }  // namespace strait::minicluster

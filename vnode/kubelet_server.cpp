@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "kube/time.h"
 #include "vnode/exec_bridge.h"
 
 namespace strait::vnode {
@@ -122,10 +123,37 @@ class KubeletServer::Handler final : public kube::Handler {
       return plain(out, 502, "the provider sent a malformed stats summary");
     }
     summary["node"]["nodeName"] = c_.nodeName;
+    addNodeUsage(summary);
     kube::HttpResponse r;
     r.headers["Content-Type"] = "application/json";
     r.body = summary.dump();
     out.respond(std::move(r));
+  }
+
+  // The virtual node's own usage is its offloaded Pods' (the provider's Summary carries
+  // usage per Pod, already named as this cluster knows them): their sums, known only when
+  // every Pod's is (no Pods: zero).
+  static void addNodeUsage(json& summary) {
+    std::optional<uint64_t> cpu = 0, memory = 0;
+    std::string time;
+    for (const json& p : summary.value("pods", json::array())) {
+      auto figure = [&](const char* section, const char* field) -> std::optional<uint64_t> {
+        const json s = p.value(section, json::object());
+        if (!s.contains(field) || !s[field].is_number_unsigned()) return std::nullopt;
+        if (time.empty()) time = s.value("time", "");
+        return s[field].get<uint64_t>();
+      };
+      auto c = figure("cpu", "usageNanoCores");
+      auto m = figure("memory", "workingSetBytes");
+      cpu = cpu && c ? std::optional<uint64_t>(*cpu + *c) : std::nullopt;
+      memory = memory && m ? std::optional<uint64_t>(*memory + *m) : std::nullopt;
+    }
+    if (time.empty()) time = kube::rfc3339Now();
+    json& node = summary["node"];
+    if (cpu && !node.contains("cpu")) node["cpu"] = {{"time", time}, {"usageNanoCores", *cpu}};
+    if (memory && !node.contains("memory")) {
+      node["memory"] = {{"time", time}, {"workingSetBytes", *memory}};
+    }
   }
 
   void logs(const kube::HttpRequest& req, kube::Responder& out, peering::KubeletClient& provider,

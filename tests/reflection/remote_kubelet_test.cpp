@@ -74,6 +74,27 @@ TEST(RemoteKubeletTest, StatsSummaryListsPodsWithStartTimesAndNoInventedUsage) {
   EXPECT_FALSE(p.contains("memory"));
 }
 
+TEST(RemoteKubeletTest, StatsSummaryCarriesTheProvidersUsageUnderTheConsumersNames) {
+  NamespaceMapping m(kConsumer, NamingStrategy::Default);
+  json list = {{"items", json::array({podAsConsumerSees(remotePod("web-" + kConsumer, kConsumer), m)})}};
+  // PodMetrics as the provider's metrics.k8s.io serves them, keyed by the consumer's names.
+  json metrics = {{"timestamp", "2026-11-30T05:01:00Z"},
+                  {"containers",
+                   {{{"name", "app"}, {"usage", {{"cpu", "250m"}, {"memory", "64Mi"}}}}}}};
+  json s = statsSummaryOf(list, {{"web/web-1", metrics}});
+  const json& p = s["pods"][0];
+  EXPECT_EQ(p["podRef"]["namespace"], "web");
+  EXPECT_EQ(p["containers"][0]["cpu"]["usageNanoCores"], 250000000u);
+  EXPECT_EQ(p["containers"][0]["cpu"]["time"], "2026-11-30T05:01:00Z");
+  EXPECT_EQ(p["containers"][0]["memory"]["workingSetBytes"], 64u * 1024 * 1024);
+  EXPECT_EQ(p["cpu"]["usageNanoCores"], 250000000u);
+  EXPECT_EQ(p["memory"]["workingSetBytes"], 64u * 1024 * 1024);
+  // Metrics of a Pod under another name are not this Pod's.
+  json other = statsSummaryOf(list, {{"web-" + kConsumer + "/web-1", metrics}});
+  EXPECT_FALSE(other["pods"][0]["containers"][0].contains("cpu"));
+  EXPECT_FALSE(other["pods"][0].contains("cpu"));
+}
+
 TEST(RemoteKubeletTest, CreateNamesTheMissingOption) {
   auto r = RemoteKubelet::create({});
   ASSERT_FALSE(r.ok());
