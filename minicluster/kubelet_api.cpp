@@ -73,7 +73,8 @@ class KubeletApiHandler : public Handler {
       }
       if (attach) {
         if (!procs) {
-          return text(out, 400, "attach is not supported by the simulated runtime: its "
+          // No ": " in the text: kubectl would read it as a YAML Status and print nothing.
+          return text(out, 400, "attach is not supported by the simulated runtime, whose "
                                 "containers are not processes (use --runtime process)");
         }
         return serveProcessAttach(req, out, *pod, container, kubelets_, *procs);
