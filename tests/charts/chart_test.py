@@ -44,6 +44,7 @@ CLUSTER_RULES = {
         ("strait.io", "foreignclusters/status", "patch"),
         ("", "namespaces", "get"),
         ("", "namespaces", "create"),
+        ("", "nodes", "get"),
     },
     "consumer": {
         ("", "nodes", "get"), ("", "nodes", "create"), ("", "nodes", "update"),
@@ -381,9 +382,22 @@ def check_variants(helm, c):
         c.equal(gsvc["spec"]["selector"].get("app.kubernetes.io/component"), "agent",
                 "gateway Service selects the agent Pods")
 
+    c.section("helm template, webhook without virtual nodes")
+    rc, out, docs = helm.template("--set", "clusterName=home", "--set", "virtualNodes.enabled=false")
+    if c.expect(rc == 0, f"renders (rc {rc}): {out[-2000:]}"):
+        role = one(docs, "ClusterRole", "strait-consumer")
+        got = rule_set(role, c) if c.expect(role is not None, "consumer ClusterRole") else set()
+        want = {("", "namespaces", v) for v in ("get", "list", "watch")} | {
+            ("", "events", "create"), ("", "pods", "list"), ("", "pods", "patch")} | {
+            ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", v)
+            for v in ("create", "get", "update")}
+        c.expect(got == want, f"consumer rules for the webhook alone: extra {sorted(got - want)}, "
+                              f"missing {sorted(want - got)}")
+        c.equal([d["metadata"]["namespace"] for d in by_kind(docs, "Role")], ["strait-system"],
+                "Roles (no node Leases without virtual nodes)")
+
     c.section("helm template, provider only, no webhook, no virtual nodes")
-    rc, out, docs = helm.template("--set", "clusterName=cloud", "--set", "rbac.consumer=false",
-                                  "--set", "webhook.enabled=false",
+    rc, out, docs = helm.template("--set", "clusterName=cloud", "--set", "webhook.enabled=false",
                                   "--set", "virtualNodes.enabled=false")
     if c.expect(rc == 0, f"renders (rc {rc}): {out[-2000:]}"):
         c.equal(sorted(d["metadata"]["name"] for d in by_kind(docs, "ClusterRole")),
