@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -49,10 +50,12 @@ uint64_t sizeOf(const std::string& path) {
 
 // What `path` holds past `*offset` (at most 1 MiB), advancing the offset.
 std::string readMore(const std::string& path, uint64_t* offset) {
+  const uint64_t size = sizeOf(path);
+  if (size <= *offset) return {};
   std::ifstream in(path, std::ios::binary);
   if (!in) return {};
   in.seekg(static_cast<std::streamoff>(*offset));
-  std::string buf(1 << 20, '\0');
+  std::string buf(std::min<uint64_t>(size - *offset, 1 << 20), '\0');
   in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
   buf.resize(static_cast<size_t>(in.gcount()));
   *offset += buf.size();

@@ -3,7 +3,8 @@
 // on (not what it wrote before), and `attach -i` delivers stdin to a container started with
 // `stdin: true` (its pipe kept open by the runtime; `stdinOnce` closes it when the session's
 // input ends, so a `read` loop sees end of input, exits, and the session ends with it). On the
-// simulated runtime, attach fails with a clear message.
+// simulated runtime, attach fails with a clear message. A container with `tty: true` runs on
+// a terminal, which attach reaches the same way.
 //
 // Skipped (with the reason) when not root or when `ip netns` is unusable.
 
@@ -121,6 +122,22 @@ TEST_F(ProcessAttachTest, AttachShowsNewOutputAndDeliversStdinToACatLikeContaine
       },
       30s, 250ms));
   EXPECT_EQ(kubectl(c, {"logs", "cat"}).out, "ready\ngot: hello\ngot: world\ninput closed\n");
+
+  // tty: true runs the container on a terminal whose output still reaches its log and attach;
+  // the end of input is ^D on the terminal.
+  json tty = shellPod("tty", "tty; while read l; do echo \"got: $l\"; done; echo \"input closed\"");
+  tty["spec"]["restartPolicy"] = "Never";
+  tty["spec"]["containers"][0]["stdin"] = true;
+  tty["spec"]["containers"][0]["stdinOnce"] = true;
+  tty["spec"]["containers"][0]["tty"] = true;
+  ASSERT_EQ(kubectl(c, {"apply", "-f", "-"}, tty.dump()).exitCode, 0);
+  ASSERT_TRUE(waitFor(
+      [&] { return kubectl(c, {"logs", "tty"}).out.find("/dev/pts/") == 0; }, 60s, 250ms))
+      << kubectl(c, {"logs", "tty"}).describe();
+  CommandResult t = kubectl(c, {"attach", "-i", "tty"}, "on a terminal\n", 30s);
+  EXPECT_EQ(t.exitCode, 0) << t.describe();
+  EXPECT_NE(t.out.find("got: on a terminal\r\n"), std::string::npos) << t.describe();
+  EXPECT_NE(t.out.find("input closed"), std::string::npos) << t.describe();
 }
 
 TEST_F(ProcessAttachTest, TheSimulatedRuntimeRefusesAttachWithAClearMessage) {
