@@ -8,6 +8,7 @@
 // thread at any time and unblocks a pending read() and write().
 
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <string_view>
 
@@ -31,5 +32,10 @@ class ByteStream {
   // returns an error. Idempotent. The destructor calls it.
   virtual void close() = 0;
 };
+
+// A ByteStream over a connected stream socket (TCP, Unix), which it owns and closes. read()
+// is recv(), closeWrite() is shutdown(SHUT_WR), close() shuts the socket down (waking a
+// blocked reader or writer) and closes it once no call is in flight.
+std::unique_ptr<ByteStream> socketByteStream(int fd);
 
 }  // namespace strait::kube

@@ -32,6 +32,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http.hpp>
@@ -223,6 +224,8 @@ class Connection final : public Responder {
   bool writeChunk(std::string_view data) override;
   bool clientGone() override;
   std::unique_ptr<WebSocket> acceptWebSocket(const std::string& subprotocol) override;
+  std::unique_ptr<ByteStream> acceptUpgrade(
+      const std::string& protocol, const std::map<std::string, std::string>& headers) override;
   Status proxyUpgrade(const UpstreamTarget& upstream) override;
 
  private:
@@ -247,6 +250,7 @@ class Connection final : public Responder {
   // Per-request state.
   ReplyState state_ = ReplyState::None;
   const detail::Request* current_ = nullptr;  // the request being handled
+  boost::beast::flat_buffer* readBuffer_ = nullptr;  // bytes read past the current request
   bool keepAlive_ = true;
   bool isHead_ = false;
   int status_ = 0;
@@ -331,6 +335,7 @@ void Connection::run() {
   readIdentity();
 
   boost::beast::flat_buffer buffer;
+  readBuffer_ = &buffer;
   while (!stopping()) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(kHeaderLimit);
@@ -456,6 +461,40 @@ std::unique_ptr<WebSocket> Connection::acceptWebSocket(const std::string& subpro
   state_ = ws ? ReplyState::Responded : ReplyState::Failed;
   status_ = ws ? 101 : 400;
   return ws;
+}
+
+std::unique_ptr<ByteStream> Connection::acceptUpgrade(
+    const std::string& protocol, const std::map<std::string, std::string>& headers) {
+  if (state_ != ReplyState::None || !current_) return nullptr;
+  keepAlive_ = false;
+  std::string asked(current_->base()[http::field::upgrade]);
+  for (char& c : asked) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string want = protocol;
+  for (char& c : want) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (want.empty() || asked.find(want) == std::string::npos) {
+    state_ = ReplyState::Failed;
+    status_ = 400;
+    return nullptr;
+  }
+  std::string head = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " +
+                     protocol + "\r\n";
+  for (const auto& [k, v] : headers) head += k + ": " + v + "\r\n";
+  head += "\r\n";
+  error_code ec;
+  net::write(stream_, net::buffer(head), ec);
+  if (ec) {
+    state_ = ReplyState::Failed;
+    status_ = 101;
+    return nullptr;
+  }
+  state_ = ReplyState::Responded;
+  status_ = 101;
+  std::string leftover;
+  if (readBuffer_ && readBuffer_->size() > 0) {
+    leftover = boost::beast::buffers_to_string(readBuffer_->data());
+    readBuffer_->consume(readBuffer_->size());
+  }
+  return detail::wrapTlsByteStream(stream_, std::move(leftover), [this] { return stopping(); });
 }
 
 Status Connection::proxyUpgrade(const UpstreamTarget& upstream) {

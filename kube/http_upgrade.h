@@ -36,6 +36,13 @@ std::unique_ptr<WebSocket> acceptWebSocket(TlsStream& stream, const Request& req
                                            const std::string& subprotocol,
                                            std::function<bool()> stopping);
 
+// The TLS stream of a connection switched to another protocol (Responder::acceptUpgrade) as
+// a ByteStream: `leftover` (bytes read past the request) is returned first. Operations run on
+// the stream's executor, like wrapWebSocket's; `stopping` true makes them give up. The
+// stream must outlive the result.
+std::unique_ptr<ByteStream> wrapTlsByteStream(TlsStream& stream, std::string leftover,
+                                              std::function<bool()> stopping);
+
 // See Responder::proxyUpgrade. `stopping` is polled while relaying; true ends the relay.
 Status proxyUpgrade(TlsStream& client, const Request& req, const UpstreamTarget& upstream,
                           const std::function<bool()>& stopping);
