@@ -7,6 +7,7 @@
 #include "kube/object.h"
 #include "minicluster/kubelet_attach.h"
 #include "minicluster/kubelet_exec.h"
+#include "minicluster/kubelet_portforward.h"
 #include "minicluster/runtime_process.h"
 
 namespace strait::minicluster {
@@ -51,6 +52,14 @@ class KubeletApiHandler : public Handler {
     if (req.user.empty()) return text(out, 401, "Unauthorized");
     auto parts = splitPath(req.path);
     if (req.path == "/pods" || req.path == "/pods/") return listPods(out);
+    if (parts.size() >= 3 && parts.size() <= 4 && parts[0] == "portForward") {
+      // /portForward/{ns}/{pod}, or /portForward/{ns}/{pod}/{uid}
+      auto pod = kubelets_.pod(parts[1], parts[2]);
+      if (!pod || (parts.size() == 4 && !parts[3].empty() && parts[3] != pod->uid)) {
+        return text(out, 404, "pod " + parts[1] + "/" + parts[2] + " not found");
+      }
+      return servePodPortForward(req, out, *pod, kubelets_.processes());
+    }
     if (req.path == "/stats/summary" || req.path == "/stats/summary/") return statsSummary(req, out);
     const bool attach = parts[0] == "attach";
     if (parts.size() >= 4 && (parts[0] == "containerLogs" || parts[0] == "exec" || attach)) {

@@ -72,7 +72,9 @@ void servePodStream(const HttpRequest& req, Responder& out, Rest& rest, Registry
   std::string container = req.queryParam("container");
   auto containers = names(spec, "containers");
   auto inits = names(spec, "initContainers");
-  if (container.empty()) {
+  if (sub == "portforward") {
+    // A port of the Pod's network namespace, no container.
+  } else if (container.empty()) {
     if (containers.size() == 1) {
       container = containers[0];
     } else {
@@ -126,6 +128,22 @@ void servePodStream(const HttpRequest& req, Responder& out, Rest& rest, Registry
   auto add = [&](const std::string& k, const std::string& v) {
     query += (query.empty() ? "?" : "&") + k + "=" + percentEncode(v);
   };
+  if (sub == "portforward") {
+    // PodPortForwardOptions.ports (`ports=P1,P2` or repeated) become the kubelet's `port=`;
+    // the upgrade (SPDY or WebSocket) is relayed as for exec.
+    for (const auto& v : req.queryAll("ports")) {
+      size_t i = 0;
+      while (i <= v.size()) {
+        size_t j = std::min(v.find(',', i), v.size());
+        if (j > i) add("port", v.substr(i, j - i));
+        i = j + 1;
+      }
+    }
+    t.target = "/portForward/" + percentEncode(ns) + "/" + percentEncode(name) + query;
+    auto s = out.proxyUpgrade(t);
+    if (!s) replyStatus(out, s.error());
+    return;
+  }
   if (sub == "log") {
     for (const char* b : {"follow", "timestamps", "previous"}) {
       if (truthy(req.queryParam(b))) add(b, "true");

@@ -61,7 +61,7 @@ std::vector<ResourceInfo> builtinResources() {
            {"status"}),
       make("", "nodes", "Node", "node", kCluster, {"no"}, {}, kAllVerbs, {"status"}),
       make("", "pods", "Pod", "pod", kNamespaced, {"po"}, {"all"}, kAllVerbs,
-           {"attach", "binding", "eviction", "exec", "log", "status"}),
+           {"attach", "binding", "eviction", "exec", "log", "portforward", "status"}),
       make("", "secrets", "Secret", "secret", kNamespaced, {}, {}, kAllVerbs, {}),
       make("", "serviceaccounts", "ServiceAccount", "serviceaccount", kNamespaced, {"sa"}, {},
            kAllVerbs, {}),
