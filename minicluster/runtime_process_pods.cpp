@@ -283,7 +283,7 @@ void ProcessKubeletsImpl::startContainer(ProcPod& p, size_t i) {
   auto now = SysClock::now();
   std::lock_guard<std::mutex> l(mu_);
   proc.env = lastEnv_;
-  proc.stdin = lastStdin_;
+  proc.stdin = std::move(lastStdin_);  // no second reference left behind
   proc.restartAt.reset();
   if (c.restartCount > 0) {
     proc.previousLogPath =
