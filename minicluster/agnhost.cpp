@@ -2,7 +2,10 @@
 // serializer, synchronous, one detached thread per connection.
 #include "minicluster/agnhost.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
@@ -10,6 +13,7 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <iostream>
 #include <thread>
@@ -66,6 +70,42 @@ std::string queryValue(const std::string& query, const std::string& key) {
   return {};
 }
 
+// /shell: `sh -c cmd`, its stdout and stderr together, as upstream's CombinedOutput.
+std::pair<http::status, std::string> shell(const std::string& cmd) {
+  nlohmann::json out = nlohmann::json::object();
+  int p[2];
+  if (::pipe(p) != 0) return {http::status::internal_server_error, "pipe failed"};
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(p[1], 1);
+    ::dup2(p[1], 2);
+    ::close(p[0]);
+    ::close(p[1]);
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(p[1]);
+  std::string output;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(p[0], buf, sizeof(buf))) > 0;) output.append(buf, static_cast<size_t>(n));
+  ::close(p[0]);
+  int status = 0;
+  if (pid > 0) ::waitpid(pid, &status, 0);
+  out["output"] = output;
+  http::status code = http::status::ok;
+  if (pid < 0) {
+    out["error"] = "fork failed";
+    code = http::status::expectation_failed;
+  } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+    out["error"] = "exit status " + std::to_string(WEXITSTATUS(status));
+    code = http::status::expectation_failed;
+  } else if (WIFSIGNALED(status)) {
+    out["error"] = std::string("signal: ") + strsignal(WTERMSIG(status));
+    code = http::status::expectation_failed;
+  }
+  return {code, out.dump()};
+}
+
 // The answer of netexec or serve-hostname to `target` from `client`.
 std::pair<http::status, std::string> answer(AgnhostServer::Mode mode, const std::string& target,
                                             const std::string& client) {
@@ -73,7 +113,24 @@ std::pair<http::status, std::string> answer(AgnhostServer::Mode mode, const std:
   auto q = target.find('?');
   std::string path = target.substr(0, q);
   std::string query = q == std::string::npos ? "" : target.substr(q + 1);
-  if (path == "/hostname") return {http::status::ok, hostname()};
+  if (path == "/hostname" || path == "/hostName") return {http::status::ok, hostname()};
+  if (path == "/shell") {
+    std::string cmd = queryValue(query, "shellCommand");
+    if (cmd.empty()) cmd = queryValue(query, "cmd");
+    return shell(cmd);
+  }
+  if (path == "/exit") {
+    std::string c = queryValue(query, "code");
+    int code = 0;
+    try {
+      code = c.empty() ? 0 : std::stoi(c);
+    } catch (...) {
+      code = -1;
+    }
+    if (code < 0 || code > 127) return {http::status::bad_request, "bad exit code: " + c};
+    std::cout << "Exiting with code " << code << std::endl;
+    ::_exit(code);
+  }
   if (path == "/echo") return {http::status::ok, queryValue(query, "msg")};
   if (path == "/clientip") return {http::status::ok, client};
   if (path == "/healthz") return {http::status::ok, "ok"};

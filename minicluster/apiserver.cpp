@@ -20,7 +20,9 @@
 #include "minicluster/store.h"
 #include "minicluster/kubelet_api.h"
 #include "minicluster/kubelet_sim.h"
+#include "minicluster/master_service.h"
 #include "minicluster/runtime_process.h"
+#include "minicluster/serviceaccount_admission.h"
 #include "minicluster/node_lifecycle.h"
 #include "minicluster/scheduler.h"
 #include "minicluster/strategy.h"
@@ -130,6 +132,11 @@ class ApiServerImpl : public ApiServer {
     rest_ = std::make_unique<Rest>(*store_, *registry_);
     admission_ = newWebhookAdmission(*store_, *registry_);
     rest_->setAdmission(admission_.get());
+    if (opts_.simulation.runtime == RuntimeKind::Process) {
+      // Pods really run: they get the ServiceAccount token volume they can use.
+      serviceAccountAdmission_ = newServiceAccountAdmission(*store_, *admission_);
+      rest_->setAdmission(serviceAccountAdmission_.get());
+    }
     loadCustomResources();
     if (auto s = bootstrapNamespaces(); !s) return s;
 
@@ -155,6 +162,7 @@ class ApiServerImpl : public ApiServer {
     ho.tls.requireClientCert = false;  // anonymous may read /healthz, /version
     http_ = newHttpServer(ho, *front);
     if (auto s = http_->start(); !s) return s;
+    front_ = front;
 
     controllers_ = newControllers(*store_, *registry_, *rest_);
     controllers_->start();
@@ -186,6 +194,7 @@ class ApiServerImpl : public ApiServer {
     if (kubelets_) kubelets_->stop();
     if (workloads_) workloads_->stop();
     if (controllers_) controllers_->stop();
+    if (podHttp_) podHttp_->stop();
     if (http_) http_->stop();
   }
 
@@ -256,11 +265,37 @@ class ApiServerImpl : public ApiServer {
     po.kubeletTls.keyPem = serving->keyPem;
     po.kubeletTls.clientCaPem = ca_.certPem;
     po.kubeletTls.requireClientCert = true;
+    po.serviceAccountKeyPem = ca_.keyPem;
     auto kubelets = newProcessKubelets(*store_, *registry_, *rest_, sim, po);
     kubeletHandler_ = newKubeletApiHandler(*kubelets, *registry_, *rest_);
     kubelets->setKubeletApi(*kubeletHandler_);
+    ProcessKubelets* process = kubelets.get();
     kubelets_ = std::move(kubelets);
-    return kubelets_->start(po.kubeletPort);
+    if (auto s = kubelets_->start(po.kubeletPort); !s) return s;
+    return servePods(process->hostAddress());
+  }
+
+  // The API server for Pods: it also listens on the host's underlay address (which every
+  // Pod can reach), with a serving certificate for the kubernetes Service's names and IP,
+  // and the kubernetes Service of default points there.
+  kube::Status servePods(const std::string& address) {
+    if (address.empty()) return kube::Status::OK();
+    auto serving = issueCert(ca_, "kube-apiserver", {},
+                             {"localhost", "kubernetes", "kubernetes.default",
+                              "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+                             {"127.0.0.1", kKubernetesServiceIP, address}, true);
+    if (!serving) return serving.error();
+    HttpServerOptions ho;
+    ho.listenHost = address;
+    ho.listenPort = port();
+    ho.maxBodyBytes = opts_.maxBodyBytes;
+    ho.tls.certPem = serving->certPem;
+    ho.tls.keyPem = serving->keyPem;
+    ho.tls.clientCaPem = ca_.certPem;
+    ho.tls.requireClientCert = false;
+    podHttp_ = newHttpServer(ho, *front_);
+    if (auto s = podHttp_->start(); !s) return s;
+    return publishKubernetesService(*rest_, *registry_, address, podHttp_->port());
   }
 
   void loadCustomResources() {
@@ -289,10 +324,13 @@ class ApiServerImpl : public ApiServer {
   std::unique_ptr<Store> store_;
   std::unique_ptr<Registry> registry_;
   std::unique_ptr<Admission> admission_;  // declared before rest_: outlives it
+  std::unique_ptr<Admission> serviceAccountAdmission_;  // wraps admission_ (process runtime)
   std::unique_ptr<Rest> rest_;
   std::unique_ptr<ApiHandler> handler_;
   std::unique_ptr<TokenAuthHandler> tokenAuth_;
   std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<HttpServer> podHttp_;  // on the underlay, for Pods (process runtime)
+  Handler* front_ = nullptr;             // what http_ serves
   std::unique_ptr<Controllers> controllers_;
   std::unique_ptr<SimulatedKubelets> kubelets_;
   std::unique_ptr<Handler> kubeletHandler_;

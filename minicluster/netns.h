@@ -89,6 +89,8 @@ class ClusterNetwork {
   void destroy();
 
   const std::map<std::string, NodeNetwork>& nodes() const { return nodes_; }
+  // The host's address on the underlay ("100.a.b.1"); "" before create().
+  std::string hostAddress() const { return underlayPrefix_.empty() ? "" : underlayPrefix_ + "1"; }
   // /run/netns/<ns>
   static std::string netnsPath(const std::string& netns);
 

@@ -74,6 +74,14 @@ void ProcessKubeletsImpl::stop() {
   network_.destroy();
   if (cgroups_) cgroups_->sweep(true);
   std::error_code ec;
+  for (auto& [key, p] : pods_) p.volumes.tearDown();
+  // Mount points made on the host for volumeMounts: the deepest first, only if still empty.
+  for (auto it = createdMountPoints_.rbegin(); it != createdMountPoints_.rend(); ++it) {
+    if (fs::is_directory(*it, ec) ? fs::is_empty(*it, ec) : fs::file_size(*it, ec) == 0) {
+      fs::remove(*it, ec);
+    }
+  }
+  createdMountPoints_.clear();
   fs::remove_all(runDir_, ec);
   lock_.releaseAndRemove();
   std::lock_guard<std::mutex> l(mu_);
@@ -124,6 +132,7 @@ std::optional<ContainerSandbox> ProcessKubeletsImpl::sandbox(const std::string& 
   }
   if (!proc) return std::nullopt;
   s.workingDir = proc->spec.value("workingDir", "");
+  s.mounts = proc->mounts;
   s.logPath = proc->logPath;
   s.previousLogPath = proc->previousLogPath;
   s.env = proc->env;
@@ -153,6 +162,7 @@ kube::Status ProcessKubeletsImpl::startNodes() {
     }
   }
   if (auto s = network_.create(spec); !s) return s;
+  hostAddress_ = network_.hostAddress();
   for (auto& [name, n] : nodes_) {
     const NodeNetwork& net = network_.nodes().at(name);
     n.address = net.address;
@@ -233,6 +243,8 @@ void ProcessKubeletsImpl::tickPod(ProcPod& p) {
   if (p.sandboxRetryAt && now >= *p.sandboxRetryAt && p.sim.stage == PodStage::Creating) {
     createSandbox(p);
   }
+  if (p.sim.stage == PodStage::Running) syncVolumes(p);
+  if (p.sim.stage == PodStage::Terminating) signalTermination(p);
   if (p.init.pid > 0) {
     int status = 0;
     if (::waitpid(p.init.pid, &status, WNOHANG) == p.init.pid) {
@@ -269,6 +281,7 @@ void ProcessKubeletsImpl::tickPod(ProcPod& p) {
       if (::waitpid(proc.pid, &status, WNOHANG) == proc.pid) {
         onExit(p, i, exitCodeOf(status));
       } else if (p.sim.stage == PodStage::Running) {
+        tickHooks(p, i);
         tickProbes(p, i);
       }
     } else if (proc.restartAt && now >= *proc.restartAt && p.sim.stage == PodStage::Running) {

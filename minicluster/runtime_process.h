@@ -30,6 +30,7 @@
 #include "kube/http_server.h"
 #include "minicluster/kubelet_sim.h"
 #include "minicluster/netns.h"
+#include "minicluster/runtime_process_launch.h"
 
 namespace strait::minicluster {
 
@@ -40,6 +41,9 @@ struct ProcessRuntimeOptions {
   std::string straitBinary;     // what containers without a command run; "" = /proc/self/exe
   kube::TlsConfig kubeletTls;   // serving certificate of every node's kubelet API
   uint16_t kubeletPort = 10250;
+  // PEM private key that signs the ServiceAccount tokens of projected volumes; "" = none
+  // (such volumes then fail to mount).
+  std::string serviceAccountKeyPem;
 };
 
 // Where one container of a Pod runs and writes, for the kubelet API.
@@ -53,6 +57,8 @@ struct ContainerSandbox {
   std::vector<std::pair<std::string, std::string>> env;
   // resolv.conf and hosts of the Pod, bind-mounted (source, target); empty for hostNetwork.
   std::vector<std::pair<std::string, std::string>> bindFiles;
+  // The container's volumeMounts (runtime_process_volumes.h).
+  std::vector<BindMount> mounts;
   // The current instance's stdin pipe or terminal (container_stdin.h); null when its spec
   // asks for neither stdin nor tty.
   std::shared_ptr<ContainerStdin> input;
@@ -78,6 +84,9 @@ class ProcessKubelets : public SimulatedKubelets, public ContainerProcesses {
   // The handler every node's kubelet API serves. Call once, before start(); it must
   // outlive stop().
   virtual void setKubeletApi(kube::Handler& handler) = 0;
+  // The host's address on the cluster's underlay, which every Pod can reach (the API server
+  // listens there for Pods); "" before start(). Any thread after start().
+  virtual std::string hostAddress() const = 0;
 };
 
 // `store`, `registry` and `rest` must outlive the result. start(port) ignores `port` (each

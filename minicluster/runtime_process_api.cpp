@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <optional>
 #include <cerrno>
 #include <fstream>
 #include <mutex>
@@ -25,6 +27,7 @@
 #include "minicluster/kubelet_exec.h"
 #include "minicluster/runtime_process.h"
 #include "minicluster/runtime_process_launch.h"
+#include "minicluster/runtime_process_logs.h"
 
 namespace strait::minicluster {
 namespace {
@@ -76,6 +79,27 @@ std::string lastLines(const std::string& body, int64_t n) {
   return n == 0 ? std::string() : body.substr(pos + 1);
 }
 
+// What the kubelet's LogOptions ask of each line: a time prefix, and only lines written at or
+// after `since`.
+struct LineOptions {
+  bool timestamps = false;
+  std::optional<std::chrono::system_clock::time_point> since;
+  bool any() const { return timestamps || since.has_value(); }
+};
+
+// `body` (the log from byte `offset` on) with the time prefixes and the since filter.
+std::string applyLineOptions(const std::string& body, uint64_t offset, const std::string& logPath,
+                             const LineOptions& o) {
+  if (!o.any()) return body;
+  std::string out;
+  for (const auto& l : timedLines(body, offset, readFrom(logPath + ".times", 0))) {
+    if (o.since && (!l.time || *l.time < *o.since)) continue;
+    if (o.timestamps) out += (l.time ? rfc3339Nano(*l.time) : rfc3339Nano({})) + " ";
+    out += l.text;
+  }
+  return out;
+}
+
 const ContainerRuntime* findContainer(const PodRuntime& p, const std::string& name) {
   for (const auto& c : p.containers) {
     if (c.name == name) return &c;
@@ -115,6 +139,19 @@ void serveProcessLogs(const HttpRequest& req, Responder& out, const PodRuntime& 
   } catch (...) {
     return text(out, 400, "tailLines and limitBytes must be integers");
   }
+  LineOptions lineOpts;
+  lineOpts.timestamps = truthy(req, "timestamps");
+  if (req.hasQuery("sinceTime")) {
+    lineOpts.since = parseRfc3339(req.queryParam("sinceTime"));
+    if (!lineOpts.since) return text(out, 400, "sinceTime must be an RFC 3339 time");
+  } else if (req.hasQuery("sinceSeconds")) {
+    try {
+      lineOpts.since = std::chrono::system_clock::now() -
+                       std::chrono::seconds(std::stoll(req.queryParam("sinceSeconds")));
+    } catch (...) {
+      return text(out, 400, "sinceSeconds must be an integer");
+    }
+  }
   auto sb = processes.sandbox(pod.ns, pod.name, container);
   std::string path = !sb ? "" : previous ? sb->previousLogPath : sb->logPath;
   if (path.empty()) {
@@ -127,6 +164,7 @@ void serveProcessLogs(const HttpRequest& req, Responder& out, const PodRuntime& 
   }
   std::string body = readFrom(path, 0);
   uint64_t offset = body.size();
+  body = applyLineOptions(body, 0, path, lineOpts);
   if (tail) body = lastLines(body, *tail);
   int64_t sent = 0;
   auto clip = [&](std::string& s) {
@@ -159,7 +197,9 @@ void serveProcessLogs(const HttpRequest& req, Responder& out, const PodRuntime& 
       ended = !cc || cc->finishedAt.has_value();
     }
     std::string chunk = readFrom(path, offset);
+    uint64_t at = offset;
     offset += chunk.size();
+    chunk = applyLineOptions(chunk, at, path, lineOpts);
     clip(chunk);
     if (!chunk.empty() && !out.writeChunk(chunk)) return;
     if (ended) return;
@@ -197,6 +237,7 @@ void serveProcessExec(const HttpRequest& req, Responder& out, const PodRuntime& 
   ls.hostname = sb->hostname;
   ls.workingDir = sb->workingDir;
   ls.bindFiles = sb->bindFiles;
+  ls.mounts = sb->mounts;
   int master = -1, inW = -1, outR = -1, errR = -1;
   int childIn = -1, childOut = -1, childErr = -1;
   auto closeFd = [](int& fd) {

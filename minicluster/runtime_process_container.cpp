@@ -99,6 +99,12 @@ kube::Result<pid_t> launchInSandbox(const LaunchSpec& spec) {
   const char* wd = spec.workingDir.empty() ? "/" : spec.workingDir.c_str();
   std::vector<std::pair<const char*, const char*>> binds;
   for (const auto& [src, dst] : spec.bindFiles) binds.emplace_back(src.c_str(), dst.c_str());
+  struct Mount {
+    const char *src, *dst;
+    bool readOnly;
+  };
+  std::vector<Mount> mounts;
+  for (const auto& m : spec.mounts) mounts.push_back({m.source.c_str(), m.target.c_str(), m.readOnly});
   std::vector<const char*> cgroups;
   for (const auto& f : spec.cgroupProcs) cgroups.push_back(f.c_str());
   pid_t parent = ::getpid();
@@ -149,7 +155,7 @@ kube::Result<pid_t> launchInSandbox(const LaunchSpec& spec) {
         ::_exit(127);
       }
     }
-    if (!binds.empty()) {
+    if (!binds.empty() || !mounts.empty()) {
       if (::unshare(CLONE_NEWNS) != 0 ||
           ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) {
         writeAll(2, "cannot make the pod's mount namespace: ", std::strerror(errno), "\n");
@@ -159,6 +165,15 @@ kube::Result<pid_t> launchInSandbox(const LaunchSpec& spec) {
         if (::mount(src, dst, nullptr, MS_BIND, nullptr) != 0) {
           writeAll(2, "cannot mount ", dst, ": ");
           writeAll(2, std::strerror(errno), "\n");
+        }
+      }
+      for (const auto& m : mounts) {
+        if (::mount(m.src, m.dst, nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
+            (m.readOnly &&
+             ::mount(nullptr, m.dst, nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr) != 0)) {
+          writeAll(2, "cannot mount volume at ", m.dst, ": ");
+          writeAll(2, std::strerror(errno), "\n");
+          ::_exit(127);
         }
       }
     }

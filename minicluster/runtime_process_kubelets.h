@@ -40,6 +40,7 @@
 #include "minicluster/runtime_process_cgroup.h"
 #include "minicluster/runtime_process_launch.h"
 #include "minicluster/runtime_process_probe.h"
+#include "minicluster/runtime_process_volumes.h"
 #include "minicluster/service_proxy.h"
 #include "minicluster/stats_summary.h"
 
@@ -126,6 +127,10 @@ struct Proc {
   std::vector<std::pair<std::string, std::string>> env;  // of the current instance
   std::shared_ptr<ContainerStdin> stdin;  // stdin/tty of the current instance, or null
   std::optional<Probe> startup, liveness, readiness;
+  std::vector<BindMount> mounts;   // volumeMounts of the current instance
+  std::future<bool> postStart;     // the postStart hook in flight
+  std::future<bool> preStop;       // the preStop hook in flight (terminating)
+  bool termSent = false;           // SIGTERM sent (terminating)
 };
 
 struct ProcPod {
@@ -139,6 +144,9 @@ struct ProcPod {
   std::string netnsPath;     // "" until the sandbox exists
   std::vector<std::pair<std::string, std::string>> bindFiles;  // resolv.conf, hosts
   std::string logDir;
+  PodVolumes volumes;        // under logDir/volumes
+  bool volumesReady = false;
+  Steady::time_point nextVolumeSync;
   std::optional<Steady::time_point> killAt;  // terminating: SIGKILL then
   std::optional<Steady::time_point> sandboxRetryAt;
   bool dirty = false;
@@ -189,6 +197,8 @@ class ProcessKubeletsImpl : public ProcessKubelets {
   ~ProcessKubeletsImpl() override { stop(); }
 
   void setKubeletApi(kube::Handler& handler) override { handler_ = &handler; }
+
+  std::string hostAddress() const override { return hostAddress_; }
 
   ContainerProcesses* processes() override { return this; }
 
@@ -277,6 +287,35 @@ class ProcessKubeletsImpl : public ProcessKubelets {
   // Removes the Pod's cgroups (its processes are gone).
   void removeCgroups(const ProcPod& p);
 
+  // --- volumes, environment and lifecycle hooks (runtime_process_podsetup.cpp) -------------
+
+  VolumeSources volumeSources(const ProcPod& p);
+
+  // Sets up the Pod's volumes; false (FailedMount event, retry in 2 s) when one cannot be.
+  bool setUpVolumes(ProcPod& p);
+
+  // Every 2 s: rewrites volumes whose ConfigMap, Secret or downward values changed.
+  void syncVolumes(ProcPod& p);
+
+  // The resolv.conf and hosts bind-mounted into the Pod's containers.
+  std::vector<std::pair<std::string, std::string>> podFiles(const ProcPod& p);
+
+  // The environment of container `spec` as a kubelet builds it: PATH, HOSTNAME, the
+  // kubernetes Service's variables, Service links, envFrom, env (valueFrom and $(VAR)).
+  std::vector<std::pair<std::string, std::string>> containerEnvironment(const ProcPod& p,
+                                                                        const json& spec);
+
+  // Runs `handler` (a core/v1 LifecycleHandler) for `proc` off the loop thread.
+  std::future<bool> runHook(const ProcPod& p, const Proc& proc, const json& handler,
+                            std::chrono::seconds timeout);
+
+  // After a start: the postStart hook; collects it and kills the container on failure.
+  void startPostStart(ProcPod& p, size_t i);
+  void tickHooks(ProcPod& p, size_t i);
+
+  // Terminating: preStop hooks first, SIGTERM to each container when its hook ended.
+  void signalTermination(ProcPod& p);
+
   // --- probes --------------------------------------------------------------------------------
 
   // Arms the probes of a new container instance (caller holds mu_).
@@ -320,6 +359,7 @@ class ProcessKubeletsImpl : public ProcessKubelets {
   std::unique_ptr<ServiceProxy> proxy_;
   std::unique_ptr<ClusterDns> dns_;
   std::string runDir_;
+  std::string hostAddress_;  // set by start()
   // Set by start() before the kubelet APIs serve; never reset while they may.
   std::unique_ptr<ProcessCgroups> cgroups_;
   SysClock::time_point startedAt_;
@@ -340,7 +380,9 @@ class ProcessKubeletsImpl : public ProcessKubelets {
   Steady::time_point nextLease_, nextStatus_;
   std::vector<std::pair<std::string, std::string>> lastEnv_;  // of the last launch()
   std::shared_ptr<ContainerStdin> lastStdin_;  // of the last launch()
-  std::vector<std::future<bool>> abandoned_;  // probe runs of gone container instances
+  std::vector<std::future<bool>> abandoned_;
+  std::vector<std::string> createdMountPoints_;  // on the host, removed by stop()
+  std::vector<BindMount> lastMounts_;  // of the last launch()  // probe runs of gone container instances
 };
 
 }  // namespace strait::minicluster::process_kubelets

@@ -12,6 +12,12 @@
 
 namespace strait::minicluster {
 
+// A directory or file bind-mounted into a container's mount namespace (a volumeMount).
+struct BindMount {
+  std::string source, target;
+  bool readOnly = false;
+};
+
 struct LaunchSpec {
   std::vector<std::string> argv;                          // argv[0] searched in PATH
   std::vector<std::pair<std::string, std::string>> env;  // the whole environment
@@ -27,6 +33,9 @@ struct LaunchSpec {
   // Files bind-mounted over others (source, target) in a mount namespace of the process's
   // own (resolv.conf, hosts); empty = the host's mount namespace.
   std::vector<std::pair<std::string, std::string>> bindFiles;
+  // Volumes bind-mounted (recursively) in that mount namespace after the files, in order;
+  // a readOnly one is remounted read-only. A mount that fails fails the launch (exit 127).
+  std::vector<BindMount> mounts;
   // cgroup.procs files the child joins (writes "0" to) before anything else; failing to
   // join one fails the launch (exit 127). See runtime_process_cgroup.h.
   std::vector<std::string> cgroupProcs;

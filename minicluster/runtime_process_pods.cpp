@@ -2,6 +2,8 @@
 // container processes and their environment, exits and restarts, terminations, probes, and
 // the status written from the processes' real state.
 #include "minicluster/runtime_process_kubelets.h"
+#include "minicluster/runtime_process_logs.h"
+#include "minicluster/runtime_process_podfiles.h"
 
 namespace strait::minicluster::process_kubelets {
 
@@ -100,6 +102,9 @@ void ProcessKubeletsImpl::addPod(const std::string& key, json obj, Node& node, b
 
 void ProcessKubeletsImpl::createSandbox(ProcPod& p) {
   p.sandboxRetryAt.reset();
+  std::error_code dirEc;
+  fs::create_directories(p.logDir, dirEc);
+  if (!p.volumesReady && !setUpVolumes(p)) return;  // retried in 2 s, as ContainerCreating
   std::string path;
   if (p.hostNetwork) {
     path = ClusterNetwork::netnsPath(network_.nodes().at(p.sim.node).netns);
@@ -116,16 +121,7 @@ void ProcessKubeletsImpl::createSandbox(ProcPod& p) {
   }
   std::error_code ec;
   fs::create_directories(p.logDir, ec);
-  std::vector<std::pair<std::string, std::string>> binds;
-  std::string dnsPolicy = p.sim.pod.value("spec", json::object()).value("dnsPolicy", "ClusterFirst");
-  if (!p.hostNetwork && dnsPolicy == "ClusterFirst") {
-    std::ofstream(p.logDir + "/resolv.conf") << podResolvConf(p.sim.ns);
-    std::ofstream(p.logDir + "/hosts")
-        << "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n"
-           "::1\tlocalhost ip6-localhost ip6-loopback\n"
-        << p.sim.podIP << "\t" << p.sim.name << "\n";
-    binds = {{p.logDir + "/resolv.conf", "/etc/resolv.conf"}, {p.logDir + "/hosts", "/etc/hosts"}};
-  }
+  std::vector<std::pair<std::string, std::string>> binds = podFiles(p);
   {
     std::lock_guard<std::mutex> l(mu_);
     p.netnsPath = path;
@@ -194,19 +190,16 @@ std::vector<std::pair<std::string, std::string>> ProcessKubeletsImpl::serviceEnv
   return env;
 }
 
-// Service variables first, then what execContextFor builds (the container's env wins).
+// The environment of `container` (regular or init) as containerEnvironment() builds it.
 std::vector<std::pair<std::string, std::string>> ProcessKubeletsImpl::environment(const ProcPod& p,
                                                              const std::string& container) {
-  auto env = serviceEnvironment(p);
-  auto own = execContextFor(snapshot(p), container, registry_, rest_).env;
-  env.insert(env.end(), own.begin(), own.end());
-  std::map<std::string, size_t> last;
-  for (size_t i = 0; i < env.size(); ++i) last[env[i].first] = i;
-  std::vector<std::pair<std::string, std::string>> out;
-  for (size_t i = 0; i < env.size(); ++i) {
-    if (last[env[i].first] == i) out.push_back(env[i]);
+  for (const auto& proc : p.procs) {
+    if (proc.spec.value("name", "") == container) return containerEnvironment(p, proc.spec);
   }
-  return out;
+  for (const auto& init : p.inits) {
+    if (init.value("name", "") == container) return containerEnvironment(p, init);
+  }
+  return containerEnvironment(p, json::object());
 }
 
 // Starts one instance of `spec`; its pid, or -1 (the reason is in the log file).
@@ -223,8 +216,21 @@ pid_t ProcessKubeletsImpl::launch(ProcPod& p, const json& spec, const std::strin
   ls.hostname = p.hostNetwork ? p.sim.node : p.sim.name;
   ls.workingDir = spec.value("workingDir", "");
   ls.bindFiles = p.bindFiles;
-  ls.stdoutFd = fd;
-  ls.stderrFd = fd;
+  {
+    std::map<std::string, std::string> vars(ls.env.begin(), ls.env.end());
+    for (auto& a : ls.argv) a = expandEnvReferences(a, vars);
+  }
+  auto mounts = p.volumes.mountsFor(p.sim.pod, spec, createdMountPoints_);
+  if (!mounts) {
+    std::string msg = "Error: " + mounts.error().message + "\n";
+    if (fd >= 0) (void)!::write(fd, msg.data(), msg.size());
+    recorder_.record(p.sim.pod, "Warning", "Failed", mounts.error().message, p.sim.node);
+    if (fd >= 0) ::close(fd);
+    lastMounts_.clear();
+    return -1;
+  }
+  ls.mounts = *mounts;
+  lastMounts_ = *mounts;
   auto cgroupProcs = joinCgroups(p, spec);
   if (!cgroupProcs) {
     std::string msg = cgroupProcs.error().message + "\n";
@@ -234,6 +240,10 @@ pid_t ProcessKubeletsImpl::launch(ProcPod& p, const json& spec, const std::strin
     return -1;
   }
   ls.cgroupProcs = std::move(*cgroupProcs);
+  // Through a copier that notes when each line came (kubectl logs --timestamps, --since).
+  int logPipe = startTimestampedLog(fd, logPath + ".times");
+  ls.stdoutFd = logPipe >= 0 ? logPipe : fd;
+  ls.stderrFd = ls.stdoutFd;
   // stdin: true keeps a pipe open for attach; tty: true runs the container on a terminal.
   auto flag = [&](const char* f) {
     return spec.contains(f) && spec[f].is_boolean() && spec[f].get<bool>();
@@ -248,6 +258,7 @@ pid_t ProcessKubeletsImpl::launch(ProcPod& p, const json& spec, const std::strin
     }
   }
   auto pid = launchInSandbox(ls);
+  if (logPipe >= 0) ::close(logPipe);
   if (input) input->releaseChildEnd();
   lastStdin_ = pid ? input : nullptr;
   if (!pid && fd >= 0) {
@@ -278,12 +289,15 @@ void ProcessKubeletsImpl::startContainer(ProcPod& p, size_t i) {
   if (c.restartCount >= 2) {  // as the kubelet: the current and the previous instance only
     std::error_code ec;
     fs::remove(p.logDir + "/" + c.name + "/" + std::to_string(c.restartCount - 2) + ".log", ec);
+    fs::remove(p.logDir + "/" + c.name + "/" + std::to_string(c.restartCount - 2) + ".log.times", ec);
   }
   pid_t pid = launch(p, proc.spec, log);
   auto now = SysClock::now();
   std::lock_guard<std::mutex> l(mu_);
   proc.env = lastEnv_;
-  proc.stdin = std::move(lastStdin_);  // no second reference left behind
+  proc.mounts = lastMounts_;
+  proc.termSent = false;
+  proc.stdin = lastStdin_;
   proc.restartAt.reset();
   if (c.restartCount > 0) {
     proc.previousLogPath =
@@ -292,6 +306,7 @@ void ProcessKubeletsImpl::startContainer(ProcPod& p, size_t i) {
   proc.logPath = log;
   proc.pid = pid;
   armProbes(proc, c);
+  startPostStart(p, i);
   c.startedAt = now;
   c.finishedAt.reset();
   c.waitingMessage.clear();
@@ -372,11 +387,19 @@ void ProcessKubeletsImpl::terminate(ProcPod& p, const json& obj) {
     p.sim.stage = PodStage::Terminating;
     p.killAt = Steady::now() + std::chrono::seconds(std::max<int64_t>(grace, 0));
   }
+  // As the kubelet: each container's preStop hook runs first (within the grace period),
+  // then SIGTERM (signalTermination, again on every tick until each hook ended).
   int signalled = 0;
   for (auto& proc : p.procs) {
-    if (proc.pid > 0 && ::kill(-proc.pid, SIGTERM) == 0) ++signalled;
     proc.restartAt.reset();
+    if (proc.pid <= 0) continue;
+    ++signalled;
+    const json& hook = proc.spec.value("lifecycle", json::object()).value("preStop", json());
+    if (hook.is_object()) {
+      proc.preStop = runHook(p, proc, hook, std::chrono::seconds(std::max<int64_t>(grace, 1)));
+    }
   }
+  signalTermination(p);
   if (p.init.pid > 0) ::kill(-p.init.pid, SIGTERM);
   spdlog::info("event=pod_terminating pod={}/{} grace_seconds={} signalled={}", p.sim.ns,
                p.sim.name, grace, signalled);
@@ -390,6 +413,11 @@ bool ProcessKubeletsImpl::anyRunning(const ProcPod& p) const {
 
 // Kills what is left of the pod and releases its sandbox, IP and logs.
 void ProcessKubeletsImpl::killAll(ProcPod& p) {
+  for (auto& proc : p.procs) {
+    for (auto* hook : {&proc.postStart, &proc.preStop}) {
+      if (hook->valid()) abandoned_.push_back(std::move(*hook));
+    }
+  }
   std::vector<pid_t> pids;
   for (auto& proc : p.procs) {
     if (proc.pid > 0) pids.push_back(proc.pid);
@@ -413,6 +441,7 @@ void ProcessKubeletsImpl::forgetPod(const std::string& key) {
   if (it == pods_.end()) return;
   ProcPod& p = it->second;
   killAll(p);
+  p.volumes.tearDown();
   std::error_code ec;
   fs::remove_all(p.logDir, ec);
   auto n = nodes_.find(p.sim.node);
@@ -492,6 +521,7 @@ ProbeTarget ProcessKubeletsImpl::probeTarget(const ProcPod& p, const Proc& proc)
   t.podIP = p.sim.podIP;
   t.env = proc.env;
   t.bindFiles = p.bindFiles;
+  t.mounts = proc.mounts;
   t.containerPorts = proc.spec.value("ports", json::array());
   return t;
 }

@@ -53,6 +53,7 @@ bool execProbe(const json& exec, const ProbeTarget& t, std::chrono::seconds time
   ls.hostname = t.hostname;
   ls.workingDir = t.workingDir;
   ls.bindFiles = t.bindFiles;
+  ls.mounts = t.mounts;
   auto pid = launchInSandbox(ls);
   if (!pid) return false;
   auto deadline = Clock::now() + timeout;

@@ -9,12 +9,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "minicluster/runtime_process_launch.h"
+
 namespace strait::minicluster {
 
 // Where a probe runs: the container's sandbox and what named ports resolve to.
 struct ProbeTarget {
   std::string netnsPath, hostname, workingDir, podIP;
   std::vector<std::pair<std::string, std::string>> env, bindFiles;
+  std::vector<BindMount> mounts;  // the container's volumeMounts
   nlohmann::json containerPorts = nlohmann::json::array();
 };
 

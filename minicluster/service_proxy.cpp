@@ -229,7 +229,10 @@ std::string buildServiceRules(const std::vector<json>& services, const std::vect
          "    jump services\n  }\n"
          "  chain postrouting {\n    type nat hook postrouting priority 100; policy accept;\n"
          "    ct status dnat oifname \"" + podBridge + "\" masquerade\n"
-         "    ct status dnat ip saddr != " + podCidr + " masquerade\n  }\n"
+         "    ct status dnat ip saddr != " + podCidr + " masquerade\n"
+         // Endpoints off the pod network (the API server on the host's underlay address)
+         // answer the node, which has a route back.
+         "    ct status dnat ip daddr != " + podCidr + " masquerade\n  }\n"
          "  chain services {\n" + services_chain + "  }\n" + chains + "}\n";
 }
 
