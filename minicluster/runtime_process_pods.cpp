@@ -297,7 +297,7 @@ void ProcessKubeletsImpl::startContainer(ProcPod& p, size_t i) {
   proc.env = lastEnv_;
   proc.mounts = lastMounts_;
   proc.termSent = false;
-  proc.stdin = lastStdin_;
+  proc.stdin = std::move(lastStdin_);  // no second reference left behind
   proc.restartAt.reset();
   if (c.restartCount > 0) {
     proc.previousLogPath =
