@@ -296,6 +296,18 @@ std::string straitBinary() {
   return !ec && access(bin.c_str(), X_OK) == 0 ? bin.string() : std::string();
 }
 
+std::string processRuntimeUnavailable() {
+  if (::geteuid() != 0) return "the process runtime needs root";
+  if (runCommand({"ip", "netns", "list"}).exitCode != 0) return "`ip netns` is not usable here";
+  for (const char* program : {"/usr/sbin/nft", "/usr/sbin/dnsmasq", "/usr/bin/curl"}) {
+    if (::access(program, X_OK) != 0) {
+      return std::string(program) + " is not installed (scripts/install-deps.sh)";
+    }
+  }
+  if (straitBinary().empty()) return "no strait binary";
+  return {};
+}
+
 std::string pythonScript(const std::string& name) {
   return (fs::path(__FILE__).parent_path() / "python" / name).string();
 }

@@ -105,6 +105,9 @@ bool writeFile(const std::string& path, const std::string& content);
 std::string straitBinary();
 // tests/e2e/python/<name> in the source tree.
 std::string pythonScript(const std::string& name);
+// Why the minicluster's process runtime cannot run here (not root, no usable `ip netns`, no
+// nft, dnsmasq or curl, no strait binary); "" when it can.
+std::string processRuntimeUnavailable();
 
 // The credentials and address found in a kubeconfig written by the minicluster, with
 // the PEM blocks decoded into files so that curl can use them.
