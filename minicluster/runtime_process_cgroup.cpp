@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -167,13 +168,17 @@ CgroupMounts parseCgroupMounts(std::string_view procSelfCgroup, std::string_view
     const std::string& type = f[dash + 1];
     if (type == "cgroup2" && haveUnified && out.unifiedDir.empty()) {
       out.unifiedDir = join(mount, root, unifiedPath);
+      out.mountPoints.push_back(mount);
     } else if (type == "cgroup") {
+      bool used = false;
       for (const auto& opt : splitFields(f[dash + 3], ',')) {
         auto it = v1Paths.find(opt);
         if (it != v1Paths.end() && !out.v1Dirs.count(opt)) {
           out.v1Dirs[opt] = join(mount, root, it->second);
+          used = true;
         }
       }
+      if (used) out.mountPoints.push_back(mount);
     }
   }
   return out;
@@ -264,6 +269,9 @@ UsageSample sampleSession(pid_t sid) {
 std::unique_ptr<ProcessCgroups> ProcessCgroups::open(const std::string& clusterName) {
   std::unique_ptr<ProcessCgroups> c(new ProcessCgroups());
   const std::string name = cgroupParentName(clusterName);
+  if (int swept = sweepCluster(clusterName); swept > 0) {
+    spdlog::info("event=cgroups_swept cluster={} cgroups={}", clusterName, swept);
+  }
   CgroupMounts m =
       parseCgroupMounts(readFile("/proc/self/cgroup"), readFile("/proc/self/mountinfo"));
   std::error_code ec;
@@ -320,8 +328,6 @@ std::unique_ptr<ProcessCgroups> ProcessCgroups::open(const std::string& clusterN
       c->reason_ = "cgroup v2: " + v2Why + "; cgroup v1: " + v1Why;
     }
   }
-  int swept = c->sweep(false);
-  if (swept > 0) spdlog::info("event=cgroups_swept cluster={} cgroups={}", clusterName, swept);
   return c;
 }
 
@@ -467,18 +473,27 @@ int ProcessCgroups::sweep(bool removeParent) {
 }
 
 int ProcessCgroups::sweepCluster(const std::string& clusterName) {
-  // Whatever the mode now, a predecessor may have used either: look in every hierarchy.
+  // Whatever the mode now, a predecessor may have used either, from any cgroup: look in every
+  // hierarchy, a few levels deep, never inside another cluster's parent.
   const std::string name = cgroupParentName(clusterName);
   CgroupMounts m =
       parseCgroupMounts(readFile("/proc/self/cgroup"), readFile("/proc/self/mountinfo"));
-  std::vector<std::string> dirs;
-  if (!m.unifiedDir.empty()) dirs.push_back(m.unifiedDir + "/" + name);
-  for (const auto& [ctl, dir] : m.v1Dirs) dirs.push_back(dir + "/" + name);
+  std::vector<std::string> found;
+  std::function<void(const fs::path&, int)> walk = [&](const fs::path& dir, int depth) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      if (!e.is_directory(ec) || e.is_symlink(ec)) continue;
+      const std::string leaf = e.path().filename().string();
+      if (leaf == name) {
+        found.push_back(e.path().string());
+      } else if (depth < 4 && leaf.rfind("strait-", 0) != 0) {
+        walk(e.path(), depth + 1);
+      }
+    }
+  };
+  for (const auto& mount : m.mountPoints) walk(mount, 1);
   int removed = 0;
-  std::error_code ec;
-  for (const auto& d : dirs) {
-    if (fs::exists(d, ec)) removed += removeTree(d, true);
-  }
+  for (const auto& d : found) removed += removeTree(d, true);
   return removed;
 }
 

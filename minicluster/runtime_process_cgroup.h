@@ -55,6 +55,8 @@ struct CgroupMounts {
   std::string unifiedDir;  // our cgroup in the cgroup2 mount ("" when none)
   // v1 controller ("memory", "cpu", "cpuacct") -> our cgroup's directory in its hierarchy.
   std::map<std::string, std::string> v1Dirs;
+  // Where the hierarchies above are mounted (each once).
+  std::vector<std::string> mountPoints;
 };
 // Pure: parses the two files' text.
 CgroupMounts parseCgroupMounts(std::string_view procSelfCgroup, std::string_view mountinfo);
@@ -115,7 +117,10 @@ class ProcessCgroups {
   // Returns how many cgroups were removed.
   int sweep(bool removeParent);
 
-  // Removes what a cluster named `clusterName` left (for `--cleanup`): the count removed.
+  // Removes what a cluster named `clusterName` left in any hierarchy (its parent cgroup,
+  // looked for down to four levels below each mount point, so a predecessor started from
+  // another delegated cgroup is found too): the count removed. open() runs it first; also
+  // for `--cleanup`.
   static int sweepCluster(const std::string& clusterName);
 
  private:

@@ -34,6 +34,10 @@ TEST(CgroupMountsTest, HybridLayoutFindsEachV1ControllerAtOurPath) {
   EXPECT_EQ(m.v1Dirs["memory"], "/sys/fs/cgroup/memory/process_api/f811");
   EXPECT_EQ(m.v1Dirs["cpu"], "/sys/fs/cgroup/cpu");
   EXPECT_EQ(m.v1Dirs["cpuacct"], "/sys/fs/cgroup/cpuacct");
+  // Where a sweep looks for a predecessor's parent: the hierarchies in use, not the tmpfs.
+  EXPECT_EQ(m.mountPoints, (std::vector<std::string>{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct",
+                                                     "/sys/fs/cgroup/memory",
+                                                     "/sys/fs/cgroup/unified"}));
 }
 
 TEST(CgroupMountsTest, CoMountedControllersAndUnifiedOnly) {
