@@ -27,6 +27,7 @@ kube::Status ProcessKubeletsImpl::start(uint16_t) {
                  cgroups_->describe());
   }
   runDir_ = runDirOf(opts_.clusterName);
+  sweepMountPoints(runDir_ + ".lock");  // left by a killed minicluster
   std::error_code ec;
   fs::remove_all(runDir_, ec);
   fs::create_directories(runDir_ + "/pods", ec);
@@ -75,12 +76,7 @@ void ProcessKubeletsImpl::stop() {
   if (cgroups_) cgroups_->sweep(true);
   std::error_code ec;
   for (auto& [key, p] : pods_) p.volumes.tearDown();
-  // Mount points made on the host for volumeMounts: the deepest first, only if still empty.
-  for (auto it = createdMountPoints_.rbegin(); it != createdMountPoints_.rend(); ++it) {
-    if (fs::is_directory(*it, ec) ? fs::is_empty(*it, ec) : fs::file_size(*it, ec) == 0) {
-      fs::remove(*it, ec);
-    }
-  }
+  sweepMountPoints(runDir_ + ".lock");  // the mount points made for volumeMounts
   createdMountPoints_.clear();
   fs::remove_all(runDir_, ec);
   lock_.releaseAndRemove();
@@ -402,6 +398,7 @@ kube::Result<SweepReport> cleanupProcessRuntime(const std::string& clusterName) 
   }
   std::error_code ec;
   fs::remove_all(process_kubelets::runDirOf(clusterName), ec);
+  sweepMountPoints(process_kubelets::runDirOf(clusterName) + ".lock");
   lock.releaseAndRemove();
   return r;
 }

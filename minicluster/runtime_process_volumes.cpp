@@ -2,6 +2,8 @@
 // the bind mounts of a container (see runtime_process_volumes.h).
 #include "minicluster/runtime_process_volumes.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -237,6 +239,16 @@ bool isApiDataVolume(const json& v) {
          v.contains("downwardAPI");
 }
 
+// Appends `path` to kMountPointsFile (under an exclusive lock on it).
+void recordMountPoint(const std::string& path) {
+  int fd = ::open(kMountPointsFile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  ::flock(fd, LOCK_EX);
+  std::string line = path + "\n";
+  (void)!::write(fd, line.data(), line.size());
+  ::close(fd);
+}
+
 // Creates `p` (a directory, or an empty file when `file`) and the parents it lacks, noting
 // each path created in `created`.
 kube::Status createMountPoint(const fs::path& p, bool file, std::vector<std::string>& created) {
@@ -253,16 +265,55 @@ kube::Status createMountPoint(const fs::path& p, bool file, std::vector<std::str
       return makeError(Code::Internal, "cannot create mount point " + it->string() + ": " + ec.message());
     }
     created.push_back(it->string());
+    recordMountPoint(it->string());
   }
   if (file) {
     std::ofstream(p.string()).flush();
     if (!fs::exists(p, ec)) return makeError(Code::Internal, "cannot create mount point " + p.string());
     created.push_back(p.string());
+    recordMountPoint(p.string());
   }
   return kube::Status::OK();
 }
 
 }  // namespace
+
+int sweepMountPoints(const std::string& ownLockPath) {
+  std::error_code ec;
+  for (auto it = fs::directory_iterator("/run/strait", ec); !ec && it != fs::end(it); it.increment(ec)) {
+    const fs::path& lock = it->path();
+    if (lock.extension() != ".lock" || lock == fs::path(ownLockPath)) continue;
+    int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0;
+    ::close(fd);
+    if (held) return 0;  // another cluster runs: its containers may use these mount points
+  }
+  int fd = ::open(kMountPointsFile, O_RDWR | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ::flock(fd, LOCK_EX);
+  std::string text = readAll(kMountPointsFile).value_or("");
+  std::vector<std::string> paths;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] == '/') paths.push_back(line);
+  }
+  // Deepest first; a path noted twice is removed once.
+  std::sort(paths.begin(), paths.end(), [](const std::string& a, const std::string& b) {
+    return std::count(a.begin(), a.end(), '/') > std::count(b.begin(), b.end(), '/');
+  });
+  paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+  int removed = 0;
+  for (const auto& p : paths) {
+    bool empty = fs::is_directory(p, ec) ? fs::is_empty(p, ec) : (fs::exists(p, ec) && fs::file_size(p, ec) == 0);
+    if (empty && fs::remove(p, ec)) ++removed;
+  }
+  if (::ftruncate(fd, 0) != 0) {
+    // Left as is: the next sweep finds the same paths gone.
+  }
+  ::close(fd);
+  return removed;
+}
 
 kube::Result<std::string> downwardFieldValue(const json& pod, const std::string& fieldPath) {
   const json& md = obj(pod, "metadata");

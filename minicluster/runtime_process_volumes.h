@@ -72,6 +72,16 @@ kube::Result<std::vector<VolumeFile>> volumeFiles(const nlohmann::json& volume,
 // absolute or climbs out with "..", or the file system refuses.
 kube::Result<bool> writeVolumeAtomically(const std::string& dir, const std::vector<VolumeFile>& files);
 
+// Mount points made on the host are noted in this file (one path a line) so that whichever
+// process-runtime minicluster stops, starts or cleans up last removes them.
+inline constexpr const char* kMountPointsFile = "/run/strait/mountpoints";
+
+// Removes the noted mount points that are still empty (deepest first) and forgets them, but
+// only when no process-runtime minicluster other than the one holding `ownLockPath` runs
+// (their lock files under /run/strait are held): a mount point may be in use by another
+// cluster's containers. Returns how many were removed. Blocks on the file system only.
+int sweepMountPoints(const std::string& ownLockPath);
+
 // The volumes of one Pod, under `dir` (one subdirectory per volume).
 class PodVolumes {
  public:
