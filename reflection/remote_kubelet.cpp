@@ -78,6 +78,7 @@ kube::Result<std::unique_ptr<RemoteKubelet>> RemoteKubelet::create(RemoteKubelet
   if (!options.provider) return invalid("provider");
   if (options.providerConfig.server.empty()) return invalid("providerConfig.server");
   if (!options.authorize) return invalid("authorize");
+  if (!options.portForwarder) options.portForwarder = kube::openPortForward;
   return std::unique_ptr<RemoteKubelet>(new RemoteKubelet(std::move(options)));
 }
 
@@ -247,9 +248,6 @@ kube::Status RemoteKubelet::portForward(const peering::Caller& caller,
   auto target = resolve(caller, st.namespace_(), st.pod());
   if (!target) return target.error();
   const auto port = static_cast<uint16_t>(st.port());
-  if (!o_.portForwarder) {
-    return kube::makeError(kube::Code::Unavailable, "port-forward is not available");
-  }
   auto opened = o_.portForwarder(o_.providerConfig, target->remoteNs, st.pod(), port);
   if (!opened) return opened.error();
   kube::ByteStream& conn = **opened;

@@ -6,7 +6,9 @@
 #include <optional>
 
 #include "kube/time.h"
+#include "kube/portforward.h"
 #include "vnode/exec_bridge.h"
+#include "vnode/port_forward_relay.h"
 
 namespace strait::vnode {
 namespace {
@@ -68,12 +70,23 @@ class KubeletServer::Handler final : public kube::Handler {
     auto provider = c_.provider ? c_.provider() : nullptr;
     const bool isExec = !seg.empty() && seg[0] == "exec";
     const bool isAttach = !seg.empty() && seg[0] == "attach";
-    if (req.method != "GET" && !((isExec || isAttach) && req.method == "POST")) {
+    const bool isPortForward = !seg.empty() && seg[0] == "portForward";
+    const bool streams = isExec || isAttach || isPortForward;
+    if (req.method != "GET" && !(streams && req.method == "POST")) {
       return plain(out, 405, "method " + req.method + " not allowed on " + req.path);
     }
     if (seg.size() == 1 && seg[0] == "pods") return pods(out, provider.get());
     if (seg.size() == 2 && seg[0] == "stats" && seg[1] == "summary") {
       return stats(out, provider.get());
+    }
+    if (isPortForward && (seg.size() == 3 || seg.size() == 4)) {  // {ns}/{pod}[/{uid}]
+      if (!provider) return noProvider(out);
+      const std::string ns = seg[1], pod = seg[2];
+      spdlog::info("event=port_forward_session pod={}/{}", ns, pod);
+      // Each forwarded connection is one PortForward call to the provider agent.
+      return kube::servePortForward(req, out, [provider, ns, pod](uint16_t port) {
+        return dialRemotePort(*provider, ns, pod, port);
+      });
     }
     if ((seg.size() == 4 || seg.size() == 3) &&
         (seg[0] == "containerLogs" || isExec || isAttach)) {

@@ -1,10 +1,10 @@
 #pragma once
 // The kubelet API of one virtual node: the HTTPS server the consumer's API server calls for
-// `kubectl logs`, `kubectl exec` and friends on Pods bound to the virtual node (it dials the
-// Node's InternalIP at status.daemonEndpoints.kubeletEndpoint.Port). Every request is
-// forwarded over the peering's mutual-TLS gRPC channel to the provider agent (RemoteKubelet,
-// proto/strait/kubelet.proto), which serves it from the provider cluster for the mapped
-// remote Pod.
+// `kubectl logs`, `exec`, `attach`, `port-forward` and friends on Pods bound to the virtual
+// node (it dials the Node's InternalIP at status.daemonEndpoints.kubeletEndpoint.Port). Every
+// request is forwarded over the peering's mutual-TLS gRPC channel to the provider agent
+// (RemoteKubelet, proto/strait/kubelet.proto), which serves it from the provider cluster for
+// the mapped remote Pod.
 //
 //   GET /healthz                                   "ok"
 //   GET /pods                                      PodList of this consumer's offloaded Pods
@@ -16,6 +16,11 @@
 //   GET|POST /exec/{ns}/{pod}/{container}          WebSocket v5.channel.k8s.io or
 //       ?command=..&input=1&output=1&error=1&tty=1 v4.channel.k8s.io; the exit status on
 //                                                  channel 3 as a kubelet sends it
+//   GET|POST /attach/{ns}/{pod}/{container}        the same WebSocket protocols, no command:
+//       ?input=1&output=1&error=1&tty=1            the container's output from now on, stdin
+//   GET|POST /portForward/{ns}/{pod}               SPDY/3.1, its WebSocket tunnel or
+//                                                  v4.channel.k8s.io (kube/portforward.h); each
+//                                                  forwarded connection is one PortForward call
 //
 // TLS: the serving certificate given (vnode/serving_cert.h gets one by CSR) and client
 // certificates REQUIRED, verified against `clientCaPem` (the consumer cluster's CA, which
