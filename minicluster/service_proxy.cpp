@@ -87,15 +87,23 @@ class ServiceProxyImpl : public ServiceProxy {
       std::ofstream out(path);
       out << rules;
     }
+    // Every node's namespace at once: each `nft -f` of a large table takes a while.
+    std::vector<ProgramOutput> outputs(netns_.size());
+    std::vector<std::thread> appliers;
+    for (size_t i = 0; i < netns_.size(); ++i) {
+      appliers.emplace_back([&, i] {
+        outputs[i] = runProgram({"ip", "netns", "exec", netns_[i], "nft", "-f", path});
+      });
+    }
+    for (auto& t : appliers) t.join();
+    ::unlink(path);
     kube::Status result = kube::Status::OK();
-    for (const auto& ns : netns_) {
-      ProgramOutput o = runProgram({"ip", "netns", "exec", ns, "nft", "-f", path});
-      if (o.exitCode != 0) {
-        result = kube::makeError(kube::Code::Internal, "nft in " + ns + ": " + o.text);
+    for (size_t i = 0; i < netns_.size(); ++i) {
+      if (outputs[i].exitCode != 0) {
+        result = kube::makeError(kube::Code::Internal, "nft in " + netns_[i] + ": " + outputs[i].text);
         break;
       }
     }
-    ::unlink(path);
     if (result) {
       applied_ = rules;
       spdlog::debug("event=service_rules_applied services={} namespaces={}", services.size(),
@@ -172,7 +180,11 @@ std::string buildServiceRules(const std::vector<json>& services, const std::vect
       }
     }
   }
-  std::string services_chain, chains, sets;
+  // kube-proxy's nftables layout: one verdict map from ClusterIP . protocol . port to the
+  // Service port's chain (one lookup per packet whatever the number of Services), and per
+  // Service port one chain that DNATs to an endpoint chosen by numgen. Only ClientIP
+  // affinity needs a chain (and a set of clients) per endpoint.
+  std::string elements, nodePorts, chains, sets;
   int n = 0;
   for (const auto& svc : services) {
     const json& spec = svc.value("spec", json::object());
@@ -186,18 +198,30 @@ std::string buildServiceRules(const std::vector<json>& services, const std::vect
       if (it == ready.end() || it->second.empty()) continue;
       const auto& eps = it->second;
       std::string chain = "svc-" + std::to_string(n++);
-      services_chain += "    ip daddr " + ip + " " + protoOf(p) + " dport " +
-                        std::to_string(p["port"].get<int>()) + " goto " + chain + "  # " + key +
-                        ":" + str(p, "name") + "\n";
+      std::string proto = protoOf(p);
+      elements += std::string(elements.empty() ? "" : ",\n") + "      " + ip + " . " + proto +
+                  " . " + std::to_string(p["port"].get<int>()) + " : goto " + chain;
       std::string type = str(spec, "type");
       if ((type == "NodePort" || type == "LoadBalancer") && p.contains("nodePort") &&
           p["nodePort"].is_number_integer()) {
-        services_chain += "    fib daddr type local " + protoOf(p) + " dport " +
-                          std::to_string(p["nodePort"].get<int>()) + " goto " + chain +
-                          "  # " + key + ":" + str(p, "name") + " nodePort\n";
+        nodePorts += "    fib daddr type local " + proto + " dport " +
+                     std::to_string(p["nodePort"].get<int>()) + " goto " + chain + "  # " + key +
+                     ":" + str(p, "name") + " nodePort\n";
+      }
+      auto target = [&](size_t i) { return eps[i].ip + " . " + std::to_string(eps[i].port); };
+      if (str(spec, "sessionAffinity") != "ClientIP") {
+        std::string rule = "    meta l4proto " + proto;
+        if (eps.size() == 1) {
+          rule += " dnat to " + eps[0].ip + ":" + std::to_string(eps[0].port);
+        } else {
+          rule += " dnat ip to numgen random mod " + std::to_string(eps.size()) + " map { ";
+          for (size_t i = 0; i < eps.size(); ++i) rule += (i ? ", " : "") + std::to_string(i) + " : " + target(i);
+          rule += " }";
+        }
+        chains += "  chain " + chain + " {  # " + key + ":" + str(p, "name") + "\n" + rule + "\n  }\n";
+        continue;
       }
       // sessionAffinity ClientIP: each endpoint remembers its clients for timeoutSeconds.
-      bool affinity = str(spec, "sessionAffinity") == "ClientIP";
       int timeout = spec.value("sessionAffinityConfig", json::object())
                         .value("clientIP", json::object())
                         .value("timeoutSeconds", 10800);
@@ -205,24 +229,23 @@ std::string buildServiceRules(const std::vector<json>& services, const std::vect
       for (size_t i = 0; i < eps.size(); ++i) {
         std::string ep = chain + "-ep-" + std::to_string(i);
         vmap += (i ? ", " : "") + std::to_string(i) + " : goto " + ep;
-        std::string remember;
-        if (affinity) {
-          std::string set = ep + "-clients";
-          sets += "  set " + set + " {\n    type ipv4_addr; flags dynamic, timeout; timeout " +
-                  std::to_string(timeout) + "s\n  }\n";
-          sticky += "    ip saddr @" + set + " goto " + ep + "\n";
-          remember = "    update @" + set + " { ip saddr }\n";
-        }
-        chains += "  chain " + ep + " {\n" + remember + "    meta l4proto " + protoOf(p) +
-                  " dnat to " + eps[i].ip + ":" +
-                  std::to_string(eps[i].port) + "\n  }\n";
+        std::string set = ep + "-clients";
+        sets += "  set " + set + " {\n    type ipv4_addr; flags dynamic, timeout; timeout " +
+                std::to_string(timeout) + "s\n  }\n";
+        sticky += "    ip saddr @" + set + " goto " + ep + "\n";
+        chains += "  chain " + ep + " {\n    update @" + set + " { ip saddr }\n    meta l4proto " +
+                  proto + " dnat to " + eps[i].ip + ":" + std::to_string(eps[i].port) + "\n  }\n";
       }
-      chains += "  chain " + chain + " {\n" + sticky + "    numgen random mod " +
-                std::to_string(eps.size()) + " vmap { " + vmap + " }\n  }\n";
+      chains += "  chain " + chain + " {  # " + key + ":" + str(p, "name") + "\n" + sticky +
+                "    numgen random mod " + std::to_string(eps.size()) + " vmap { " + vmap +
+                " }\n  }\n";
     }
   }
   std::string t = std::string("table ip ") + kTable;
-  return t + "\ndelete " + t + "\n" + t + " {\n" + sets +
+  std::string map = "  map service-ips {\n    type ipv4_addr . inet_proto . inet_service : verdict\n";
+  if (!elements.empty()) map += "    elements = {\n" + elements + "\n    }\n";
+  map += "  }\n";
+  return t + "\ndelete " + t + "\n" + t + " {\n" + sets + map +
          "  chain prerouting {\n    type nat hook prerouting priority -100; policy accept;\n"
          "    jump services\n  }\n"
          "  chain output {\n    type nat hook output priority -100; policy accept;\n"
@@ -233,7 +256,8 @@ std::string buildServiceRules(const std::vector<json>& services, const std::vect
          // Endpoints off the pod network (the API server on the host's underlay address)
          // answer the node, which has a route back.
          "    ct status dnat ip daddr != " + podCidr + " masquerade\n  }\n"
-         "  chain services {\n" + services_chain + "  }\n" + chains + "}\n";
+         "  chain services {\n    ip daddr . meta l4proto . th dport vmap @service-ips\n" +
+         nodePorts + "  }\n" + chains + "}\n";
 }
 
 std::unique_ptr<ServiceProxy> newServiceProxy(Store& store, std::vector<std::string> nodeNetns,

@@ -439,13 +439,16 @@ TEST_F(ProcessRuntimeTest, ProbesDriveReadinessServiceRulesAndRestarts) {
                        "strait-services"})
         .out;
   };
-  ASSERT_TRUE(waitFor([&] { return rules().find(ipB + ":8080") != std::string::npos; }, 10s))
-      << rules();
+  // An endpoint appears as "IP:8080" (alone) or "IP . 8080" (in a numgen map).
+  auto targets = [&](const std::string& r) {
+    return r.find(ipB + ":8080") != std::string::npos || r.find(ipB + " . 8080") != std::string::npos;
+  };
+  ASSERT_TRUE(waitFor([&] { return targets(rules()); }, 10s)) << rules();
 
   // A failing readiness probe takes the replica out of the endpoints and the rules.
   ::unlink(flags.file("ready-probed-b").c_str());
   auto failedAt = std::chrono::steady_clock::now();
-  ASSERT_TRUE(waitFor([&] { return rules().find(ipB + ":8080") == std::string::npos; }, 10s, 20ms))
+  ASSERT_TRUE(waitFor([&] { return !targets(rules()); }, 10s, 20ms))
       << rules();
   auto took = std::chrono::steady_clock::now() - failedAt;
   EXPECT_LT(took, 2500ms) << "readiness failure to nftables rules";

@@ -73,11 +73,14 @@ TEST(ServiceRulesTest, ClusterIpPortsDnatToReadyEndpointsAtRandom) {
                           {{"addresses", {"10.244.3.2"}}}}),
              json::array({{{"name", "http"}, {"port", 8080}, {"protocol", "TCP"}}}))},
       "cbr0", "10.244.0.0/16");
-  EXPECT_THAT(rules, HasSubstr("ip daddr 10.96.0.20 tcp dport 80 goto svc-0"));
-  EXPECT_THAT(rules, HasSubstr("meta l4proto tcp dnat to 10.244.1.2:8080"));
-  EXPECT_THAT(rules, HasSubstr("meta l4proto tcp dnat to 10.244.3.2:8080"));
+  // One verdict-map lookup per packet, one chain per Service port.
+  EXPECT_THAT(rules, HasSubstr("type ipv4_addr . inet_proto . inet_service : verdict"));
+  EXPECT_THAT(rules, HasSubstr("10.96.0.20 . tcp . 80 : goto svc-0"));
+  EXPECT_THAT(rules, HasSubstr("ip daddr . meta l4proto . th dport vmap @service-ips"));
+  EXPECT_THAT(rules, HasSubstr("meta l4proto tcp dnat ip to numgen random mod 2 map { "
+                               "0 : 10.244.1.2 . 8080, 1 : 10.244.3.2 . 8080 }"));
   EXPECT_THAT(rules, Not(HasSubstr("10.244.2.2"))) << "not ready";
-  EXPECT_THAT(rules, HasSubstr("numgen random mod 2 vmap { 0 : goto svc-0-ep-0, 1 : goto svc-0-ep-1 }"));
+  EXPECT_THAT(rules, Not(HasSubstr("-ep-"))) << "endpoint chains only for ClientIP affinity";
   EXPECT_THAT(rules, HasSubstr("ct status dnat oifname \"cbr0\" masquerade"));
   EXPECT_THAT(rules, HasSubstr("ct status dnat ip saddr != 10.244.0.0/16 masquerade"));
   EXPECT_THAT(rules, Not(HasSubstr("fib daddr type local"))) << "a ClusterIP Service";
@@ -92,8 +95,9 @@ TEST(ServiceRulesTest, NodePortsAnswerOnTheNodesOwnAddresses) {
       {slice("web", json::array({{{"addresses", {"10.244.1.2"}}}}),
              json::array({{{"port", 8080}}}))},
       "cbr0", "10.244.0.0/16");
-  EXPECT_THAT(rules, HasSubstr("ip daddr 10.96.0.20 tcp dport 80 goto svc-0"));
+  EXPECT_THAT(rules, HasSubstr("10.96.0.20 . tcp . 80 : goto svc-0"));
   EXPECT_THAT(rules, HasSubstr("fib daddr type local tcp dport 30080 goto svc-0"));
+  EXPECT_THAT(rules, HasSubstr("meta l4proto tcp dnat to 10.244.1.2:8080")) << "one endpoint";
 }
 
 TEST(ServiceRulesTest, HeadlessAndEndpointlessServicesGetNoRule) {
@@ -104,7 +108,9 @@ TEST(ServiceRulesTest, HeadlessAndEndpointlessServicesGetNoRule) {
              json::array({{{"port", 80}}}))},
       "cbr0", "10.244.0.0/16");
   EXPECT_THAT(rules, Not(HasSubstr("dnat to")));
+  EXPECT_THAT(rules, Not(HasSubstr("dnat ip to")));
   EXPECT_THAT(rules, Not(HasSubstr("goto svc-")));
+  EXPECT_THAT(rules, Not(HasSubstr("elements"))) << "an empty map has no elements line";
 }
 
 TEST(ServiceRulesTest, ClientIpAffinityRemembersClientsPerEndpoint) {
@@ -115,7 +121,7 @@ TEST(ServiceRulesTest, ClientIpAffinityRemembersClientsPerEndpoint) {
       {slice("web", json::array({{{"addresses", {"10.244.1.2"}}}}),
              json::array({{{"port", 5353}, {"protocol", "UDP"}}}))},
       "cbr0", "10.244.0.0/16");
-  EXPECT_THAT(rules, HasSubstr("ip daddr 10.96.0.20 udp dport 53 goto svc-0"));
+  EXPECT_THAT(rules, HasSubstr("10.96.0.20 . udp . 53 : goto svc-0"));
   EXPECT_THAT(rules, HasSubstr("set svc-0-ep-0-clients {\n    type ipv4_addr; flags dynamic, "
                                "timeout; timeout 60s"));
   EXPECT_THAT(rules, HasSubstr("ip saddr @svc-0-ep-0-clients goto svc-0-ep-0"));
