@@ -1,7 +1,8 @@
 // The provider side of `kubectl attach` and `kubectl port-forward` on an offloaded Pod, with
 // an in-memory provider API server and in-memory streams: a consumer reaches only its own
 // Pods (another consumer's Pod is NotFound and no connection is opened), its bytes reach the
-// Pod's port and the Pod's come back, and the Pod closing ends the stream.
+// Pod's port and the Pod's come back, and the Pod closing ends the stream; an attach naming
+// a command is refused.
 #include <gtest/gtest.h>
 
 #include <condition_variable>
@@ -85,11 +86,12 @@ json pod(const std::string& ns, const std::string& name, const std::string& owne
               {std::string(kLabelOriginUid), "uid-" + name}}}}}};
 }
 
-// The server end of a PortForward call: frames from the consumer are queued by the test,
-// frames to it collected.
-class FakeCall final : public peering::PortForwardStream {
+// The server end of a call: frames from the consumer are queued by the test, frames to it
+// collected.
+template <class Frame>
+class FakeStream final : public peering::FrameStream<Frame> {
  public:
-  void push(v1::PortForwardFrame f) {
+  void push(Frame f) {
     std::lock_guard<std::mutex> l(mu_);
     in_.push_back(std::move(f));
     cv_.notify_all();
@@ -99,12 +101,12 @@ class FakeCall final : public peering::PortForwardStream {
     inputEnded_ = true;
     cv_.notify_all();
   }
-  std::vector<v1::PortForwardFrame> written() {
+  std::vector<Frame> written() {
     std::lock_guard<std::mutex> l(mu_);
     return out_;
   }
   // Waits (up to 5 s) until a written frame satisfies `pred`.
-  bool waitWritten(const std::function<bool(const v1::PortForwardFrame&)>& pred) {
+  bool waitWritten(const std::function<bool(const Frame&)>& pred) {
     std::unique_lock<std::mutex> l(mu_);
     return cv_.wait_for(l, std::chrono::seconds(5), [&] {
       for (const auto& f : out_) {
@@ -114,7 +116,7 @@ class FakeCall final : public peering::PortForwardStream {
     });
   }
 
-  bool read(v1::PortForwardFrame* f) override {
+  bool read(Frame* f) override {
     std::unique_lock<std::mutex> l(mu_);
     cv_.wait(l, [&] { return !in_.empty() || inputEnded_ || cancelled_; });
     if (in_.empty()) return false;
@@ -122,7 +124,7 @@ class FakeCall final : public peering::PortForwardStream {
     in_.pop_front();
     return true;
   }
-  bool write(const v1::PortForwardFrame& f) override {
+  bool write(const Frame& f) override {
     std::lock_guard<std::mutex> l(mu_);
     out_.push_back(f);
     cv_.notify_all();
@@ -143,10 +145,11 @@ class FakeCall final : public peering::PortForwardStream {
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<v1::PortForwardFrame> in_;
-  std::vector<v1::PortForwardFrame> out_;
+  std::deque<Frame> in_;
+  std::vector<Frame> out_;
   bool inputEnded_ = false, cancelled_ = false;
 };
+using FakeCall = FakeStream<v1::PortForwardFrame>;
 
 // The Pod's port: answers "echo:" + what it got, then closes when told.
 class EchoPort final : public kube::ByteStream {
@@ -276,6 +279,31 @@ TEST_F(RemoteKubeletPortForwardTest, BytesFlowBothWaysAndThePodClosingEndsTheStr
   ASSERT_FALSE(frames.empty());
   EXPECT_TRUE(frames.front().has_opened());
   EXPECT_TRUE(frames.back().has_close_write());
+}
+
+TEST_F(RemoteKubeletPortForwardTest, AttachToAnotherConsumersPodIsNotFoundAndACommandIsRefused) {
+  auto attachStart = [](const std::string& pod) {
+    v1::ExecFrame f;
+    f.mutable_start()->set_namespace_("web");
+    f.mutable_start()->set_pod(pod);
+    f.mutable_start()->set_stdout(true);
+    return f;
+  };
+  FakeStream<v1::ExecFrame> theirs;
+  theirs.push(attachStart("theirs"));
+  kube::Status s = kubelet_->attach({kConsumer, "test"}, theirs);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, kube::Code::NotFound);
+  EXPECT_EQ(s.error().message, "pods \"theirs\" not found");
+  EXPECT_TRUE(theirs.written().empty());
+
+  FakeStream<v1::ExecFrame> withCommand;
+  v1::ExecFrame f = attachStart("mine");
+  f.mutable_start()->add_command("sh");
+  withCommand.push(f);
+  s = kubelet_->attach({kConsumer, "test"}, withCommand);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, kube::Code::BadRequest);
 }
 
 }  // namespace
