@@ -1,8 +1,8 @@
 #pragma once
 // A WebSocket to a path of an API server, as a client (private to kube/): dial, TLS with the
 // RestConfig's trust and client certificate, bearer token, handshake offering subprotocols.
-// Used by the port-forward client; the streams it opens run on an io_context thread of
-// their own (the same machinery as openExec).
+// Used by the exec/attach and port-forward clients; each WebSocket it opens runs on an
+// io_context thread of its own.
 
 #include <memory>
 #include <string>
