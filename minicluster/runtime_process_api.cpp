@@ -163,6 +163,11 @@ void serveProcessLogs(const HttpRequest& req, Responder& out, const PodRuntime& 
                               "\" is waiting to start: ContainerCreating");
   }
   std::string body = readFrom(path, 0);
+  const ContainerRuntime* running = findContainer(pod, container);
+  if (lineOpts.any() && follow && !previous && running && !running->finishedAt) {
+    // Following with times: a line still being written is sent once it is complete.
+    body.resize(body.rfind('\n') == std::string::npos ? 0 : body.rfind('\n') + 1);
+  }
   uint64_t offset = body.size();
   body = applyLineOptions(body, 0, path, lineOpts);
   if (tail) body = lastLines(body, *tail);
@@ -197,6 +202,9 @@ void serveProcessLogs(const HttpRequest& req, Responder& out, const PodRuntime& 
       ended = !cc || cc->finishedAt.has_value();
     }
     std::string chunk = readFrom(path, offset);
+    if (lineOpts.any() && !ended) {
+      chunk.resize(chunk.rfind('\n') == std::string::npos ? 0 : chunk.rfind('\n') + 1);
+    }
     uint64_t at = offset;
     offset += chunk.size();
     chunk = applyLineOptions(chunk, at, path, lineOpts);

@@ -484,6 +484,22 @@ kube::Result<bool> writeVolumeAtomically(const std::string& dirName, const std::
   return true;
 }
 
+VolumeSources PodVolumes::withCachedToken(const std::string& volume, const VolumeSources& sources) {
+  VolumeSources s = sources;
+  if (!sources.token) return s;
+  s.token = [this, volume, next = sources.token](const std::string& audience, int64_t exp) {
+    // As the kubelet: a token is reused until 80% of its life, then renewed.
+    auto now = std::chrono::steady_clock::now();
+    CachedToken& c = tokens_[volume + "\n" + audience];
+    if (c.token.empty() || now >= c.renewAt) {
+      c.token = next(audience, exp);
+      c.renewAt = now + std::chrono::seconds(std::max<int64_t>(exp, 600) * 8 / 10);
+    }
+    return c.token;
+  };
+  return s;
+}
+
 kube::Status PodVolumes::setUp(const json& pod, const VolumeSources& sources) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
@@ -511,7 +527,7 @@ kube::Status PodVolumes::setUp(const json& pod, const VolumeSources& sources) {
       continue;
     }
     if (!isApiDataVolume(v)) continue;
-    auto files = volumeFiles(v, pod, sources);
+    auto files = volumeFiles(v, pod, withCachedToken(name, sources));
     if (!files) {
       return makeError(files.error().code, "MountVolume.SetUp failed for volume \"" + name +
                                                "\" : " + files.error().message);
@@ -529,14 +545,11 @@ std::vector<std::string> PodVolumes::refresh(const json& pod, const VolumeSource
   std::vector<std::string> changed;
   for (const auto& v : arr(obj(pod, "spec"), "volumes")) {
     if (!isApiDataVolume(v)) continue;
-    // A token is renewed by the kubelet at 80% of its life, not on each sync.
-    bool hasToken = false;
-    for (const auto& p : arr(obj(v, "projected"), "sources")) hasToken |= p.contains("serviceAccountToken");
-    if (hasToken) continue;
-    auto files = volumeFiles(v, pod, sources);
+    std::string name = str(v, "name");
+    auto files = volumeFiles(v, pod, withCachedToken(name, sources));
     if (!files) continue;
-    auto w = writeVolumeAtomically(dir_ + "/" + str(v, "name"), *files);
-    if (w && *w) changed.push_back(str(v, "name"));
+    auto w = writeVolumeAtomically(dir_ + "/" + name, *files);
+    if (w && *w) changed.push_back(name);
   }
   return changed;
 }

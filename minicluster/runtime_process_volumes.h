@@ -12,6 +12,7 @@
 //
 // Not thread-safe: one owner (the runtime's loop thread) per PodVolumes.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -94,8 +95,9 @@ class PodVolumes {
   kube::Status setUp(const nlohmann::json& pod, const VolumeSources& sources);
 
   // Rewrites the files of configMap, secret, projected and downwardAPI volumes whose sources
-  // changed. A volume whose source went missing keeps its last contents. Returns the names of
-  // the volumes that changed.
+  // changed; a serviceAccountToken is reused until 80% of its life, then renewed. A volume
+  // whose source went missing keeps its last contents. Returns the names of the volumes that
+  // changed.
   std::vector<std::string> refresh(const nlohmann::json& pod, const VolumeSources& sources);
 
   // The bind mounts of `container` (a core/v1 Container of the Pod passed to setUp), sorted
@@ -115,6 +117,13 @@ class PodVolumes {
   std::string dir_;
   std::vector<std::string> tmpfs_;  // mounted medium-Memory emptyDirs
   int subPathCopies_ = 0;
+  // `sources` whose token() reuses this volume's last token until 80% of its life.
+  VolumeSources withCachedToken(const std::string& volume, const VolumeSources& sources);
+  struct CachedToken {
+    std::string token;
+    std::chrono::steady_clock::time_point renewAt;
+  };
+  std::map<std::string, CachedToken> tokens_;  // by volume and audience
 };
 
 }  // namespace strait::minicluster

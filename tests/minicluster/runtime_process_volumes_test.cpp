@@ -254,6 +254,30 @@ TEST(PodVolumesTest, SetUpFailsNamingTheMissingConfigMapThenMountsSubPathsAndRea
   EXPECT_FALSE(fs::exists(t.path() + "/pod"));
 }
 
+TEST(PodVolumesTest, ProjectedTokenIsReusedWhileOtherSourcesFollowUpdates) {
+  TempDirectory t;
+  json p = pod();
+  p["spec"]["volumes"] = json::array(
+      {{{"name", "api"},
+        {"projected",
+         {{"sources", json::array({{{"serviceAccountToken", {{"path", "token"}, {"expirationSeconds", 3607}}}},
+                                   {{"configMap", {{"name", "cfg"}}}}})}}}}});
+  int issued = 0;
+  auto withData = [&](const std::string& value) {
+    auto src = sourcesWith({{"configmaps/cfg", {{"data", {{"k", value}}}}}});
+    src.token = [&](const std::string&, int64_t) { return "token-" + std::to_string(++issued); };
+    return src;
+  };
+  PodVolumes vols(t.path() + "/pod");
+  ASSERT_TRUE(vols.setUp(p, withData("1")));
+  EXPECT_TRUE(vols.refresh(p, withData("1")).empty());  // the same token: nothing changed
+  EXPECT_THAT(vols.refresh(p, withData("2")), ElementsAre("api"));
+  EXPECT_EQ(slurp(t.path() + "/pod/api/k"), "2");
+  EXPECT_EQ(slurp(t.path() + "/pod/api/token"), "token-1");
+  EXPECT_EQ(issued, 1);
+  vols.tearDown();
+}
+
 TEST(PodFilesTest, ResolvConfOfEachDnsPolicy) {
   std::string host = "nameserver 192.0.2.53\nsearch corp.example\noptions edns0\n";
   json p = pod();
