@@ -11,6 +11,9 @@
 //                                                 limitBytes, previous
 //   GET /exec/{ns}/{pod}/{container}?command=..   WebSocket (v5/v4.channel.k8s.io) running
 //                                                 the built-in commands of exec_commands.h
+//   GET /attach/{ns}/{pod}/{container}            process runtime only (kubelet_attach.h):
+//                                                 the container's output from now on, stdin
+//                                                 to it; refused on simulated Pods
 //
 // Synthetic log: one line when a container starts ("[strait] container C of pod NS/P started
 // on node N (image I)"), then "[strait] NS/P/C heartbeat K" every second while it runs, and
