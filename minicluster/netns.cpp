@@ -315,6 +315,11 @@ kube::Status ClusterNetwork::create(const std::vector<std::pair<std::string, std
         {"-n", ul, "link", "set", uplink, "master", "br0", "up"},
         {"-n", n.netns, "addr", "add", n.address + "/24", "dev", "eth0"},
         {"-n", n.netns, "link", "set", "eth0", "up"},
+        // The Service CIDR towards the host, as a node's default route would send it: a
+        // ClusterIP then has a route, so the output hook can DNAT connections the node
+        // itself (and its hostNetwork Pods) opens. No default route: nothing a Pod sends
+        // leaves the cluster's namespaces through the host.
+        {"-n", n.netns, "route", "add", kServiceCidr, "via", underlayPrefix_ + "1"},
         {"-n", n.netns, "link", "add", "cbr0", "address", mac, "type", "bridge"},
         {"-n", n.netns, "addr", "add", gw + "/" + std::to_string(len), "dev", "cbr0"},
         {"-n", n.netns, "link", "set", "cbr0", "up"},

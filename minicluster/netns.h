@@ -29,6 +29,9 @@
 
 namespace strait::minicluster {
 
+// The cluster's Service CIDR (ClusterIPs are allocated from it).
+inline constexpr const char* kServiceCidr = "10.96.0.0/12";
+
 // What the process runtime needs from this machine and lacks ("root", "ip netns", ...);
 // empty when it can run. Creates nothing. `needNft` / `needDnsmasq` add the programs that
 // ClusterIP Services and cluster DNS use.

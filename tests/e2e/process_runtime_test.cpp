@@ -271,6 +271,16 @@ TEST_F(ProcessRuntimeTest, DeploymentAcrossThreeNodesAnswersCurlFromAnotherPod) 
     answered.insert(r.out);
   }
   EXPECT_EQ(answered, names);
+  // A hostNetwork Pod, in its node's own namespace, reaches the Service as well.
+  json hostClient = json::parse(clientPod("node-1"));
+  hostClient["metadata"]["name"] = "hostclient";
+  hostClient["metadata"]["labels"]["app"] = "hostclient";
+  hostClient["spec"]["hostNetwork"] = true;
+  must(c, {"apply", "-f", "-"}, hostClient.dump());
+  ASSERT_EQ(waitReady(c, "app=hostclient", 1).size(), 1u);
+  CommandResult fromNode = must(c, {"exec", "hostclient", "--", "curl", "-s", "--max-time", "5",
+                                    "http://" + clusterIP + "/hostname"});
+  EXPECT_EQ(names.count(fromNode.out), 1u) << fromNode.describe();
   EXPECT_EQ(must(c, {"exec", "client", "--", "printenv", "WEB_SERVICE_HOST"}).out, clusterIP + "\n");
   EXPECT_EQ(must(c, {"exec", "client", "--", "printenv", "WEB_SERVICE_PORT_HTTP"}).out, "80\n");
   // The NodePort answers on every node's InternalIP, from this host too (its link to the
