@@ -5,7 +5,8 @@
 //   consumer API server -> the virtual kubelet API (in the consumer agent) -> RemoteKubelet
 //   Attach / PortForward over the peering's mutual TLS -> the provider agent -> the provider
 //   API server's pods/attach / pods/portforward -> the provider kubelet -> the process.
-// And a consumer cannot port-forward into a Pod that is not its own: a forged PortForward
+// A port nothing listens on in the remote Pod is reported by kubectl with the provider
+// kubelet's message. And a consumer cannot port-forward into a Pod that is not its own: a forged PortForward
 // call with the consumer's own credential, naming a Pod of the provider's, is NotFound.
 // Skipped when not root (the process runtime needs it).
 
@@ -205,6 +206,34 @@ TEST_F(OffloadKubeletStreamTest, PortForwardThroughTheVirtualNodeReachesTheRemot
             std::string::npos)
       << agentLogs();
   pf.stop();
+
+  // Nothing listens on 9999 in the remote Pod: the provider kubelet's refusal travels back and
+  // kubectl prints it for that connection.
+  BackgroundProcess bad;
+  ASSERT_TRUE(bad.start({"/usr/bin/kubectl", "--kubeconfig", home_->kubeconfig(),
+                         "port-forward", "-n", "demo", "pod/web", ":9999"},
+                        {{"KUBECACHEDIR", dir_->file("kcache-pf2")}, {"HOME", dir_->path()}},
+                        dir_->file("pf2.out"), dir_->file("pf2.err"), &error))
+      << error;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        std::smatch m;
+        std::string text = bad.stdoutText();
+        static const std::regex fwd(R"(Forwarding from 127\.0\.0\.1:(\d+) -> 9999)");
+        if (!std::regex_search(text, m, fwd)) return false;
+        port = m[1];
+        return true;
+      },
+      30s, 100ms))
+      << bad.stdoutText() << bad.stderrText();
+  CommandResult refused = runCommand(
+      {"curl", "-sS", "--max-time", "10", "http://127.0.0.1:" + port + "/hostname"});
+  EXPECT_NE(refused.exitCode, 0) << refused.describe();
+  EXPECT_TRUE(waitFor(
+      [&] { return bad.stderrText().find("failed to connect to localhost:9999") != std::string::npos; },
+      10s, 100ms))
+      << bad.stderrText() << diagnostics();
+  bad.stop();
 }
 
 TEST_F(OffloadKubeletStreamTest, AConsumerCannotPortForwardIntoAPodThatIsNotItsOwn) {
