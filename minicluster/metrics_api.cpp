@@ -115,32 +115,38 @@ kube::Result<WebhookTarget> kubeletOf(const json& node, const KubeletClientConfi
   return t;
 }
 
-// The Summaries of `nodes` (name -> Node object), fetched in parallel; nodes that do not
-// answer with one are missing from the result.
+// The Summaries of `nodes` (name -> Node object), fetched kMaxParallel at a time; nodes that
+// do not answer with one are missing from the result.
 std::map<std::string, json> summariesOf(const std::map<std::string, json>& nodes,
                                         const KubeletClientConfig& client) {
-  std::map<std::string, std::future<kube::Result<json>>> calls;
-  for (const auto& [name, node] : nodes) {
-    calls[name] = std::async(std::launch::async, [&node, &client]() -> kube::Result<json> {
-      auto t = kubeletOf(node, client);
-      if (!t) return t.error();
-      auto r = getHttps(*t, kKubeletTimeout);
-      if (!r) return r.error();
-      if (r->status != 200) {
-        return makeError(Code::Unavailable, "HTTP " + std::to_string(r->status) + ": " + r->body);
-      }
-      json s = json::parse(r->body, nullptr, false);
-      if (!s.is_object()) return makeError(Code::Unavailable, "malformed stats summary");
-      return s;
-    });
-  }
+  constexpr size_t kMaxParallel = 16;
+  auto fetch = [&client](const json& node) -> kube::Result<json> {
+    auto t = kubeletOf(node, client);
+    if (!t) return t.error();
+    auto r = getHttps(*t, kKubeletTimeout);
+    if (!r) return r.error();
+    if (r->status != 200) {
+      return makeError(Code::Unavailable, "HTTP " + std::to_string(r->status) + ": " + r->body);
+    }
+    json s = json::parse(r->body, nullptr, false);
+    if (!s.is_object()) return makeError(Code::Unavailable, "malformed stats summary");
+    return s;
+  };
   std::map<std::string, json> out;
-  for (auto& [name, f] : calls) {
-    auto s = f.get();
-    if (s) {
-      out[name] = std::move(*s);
-    } else {
-      spdlog::debug("event=metrics_scrape_failed node={} error=\"{}\"", name, s.error().message);
+  auto it = nodes.begin();
+  while (it != nodes.end()) {
+    std::vector<std::pair<std::string, std::future<kube::Result<json>>>> batch;
+    for (; it != nodes.end() && batch.size() < kMaxParallel; ++it) {
+      batch.emplace_back(it->first, std::async(std::launch::async, fetch, std::cref(it->second)));
+    }
+    for (auto& [name, f] : batch) {
+      auto s = f.get();
+      if (s) {
+        out[name] = std::move(*s);
+      } else {
+        spdlog::debug("event=metrics_scrape_failed node={} error=\"{}\"", name,
+                      s.error().message);
+      }
     }
   }
   return out;

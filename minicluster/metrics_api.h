@@ -16,7 +16,7 @@
 // from workingSetBytes ("<n>Ki").
 //
 // Thread-safe: a request uses only its own state; it blocks while the kubelets answer
-// (at most kKubeletTimeout each, in parallel).
+// (at most 5 s each, 16 at a time).
 
 #include <nlohmann/json.hpp>
 
