@@ -522,18 +522,6 @@ int run(const Options& o) {
   return r.writeErrors == 0 && r.watchersComplete ? 0 : 1;
 }
 
-// The strait binary next to this one (build dir), else "strait" in PATH is not guessed.
-std::string defaultStraitPath(const char* argv0) {
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) self = argv0;
-  for (fs::path dir = self.parent_path(); !dir.empty(); dir = dir.parent_path()) {
-    if (fs::exists(dir / "strait")) return (dir / "strait").string();
-    if (dir == dir.root_path()) break;
-  }
-  return {};
-}
-
 }  // namespace
 }  // namespace strait::bench
 
@@ -555,7 +543,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(10, 86400));
   CLI11_PARSE(app, argc, argv);
-  if (o.strait.empty()) o.strait = strait::bench::defaultStraitPath(argv[0]);
+  if (o.strait.empty()) o.strait = strait::bench::straitBesideThisBinary(argv[0]);
   if (o.strait.empty() || access(o.strait.c_str(), X_OK) != 0) {
     std::fprintf(stderr, "strait binary not found; pass --strait PATH\n");
     return 2;

@@ -1,5 +1,7 @@
 #include "bench/bench_client.h"
 
+#include <filesystem>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -430,6 +432,17 @@ void ApiConnection::abort() {
   if (impl_->stream) {
     ::shutdown(impl_->stream->next_layer().native_handle(), SHUT_RDWR);
   }
+}
+
+std::string straitBesideThisBinary(const char* argv0) {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) self = argv0;
+  for (auto dir = self.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+    if (std::filesystem::exists(dir / "strait")) return (dir / "strait").string();
+    if (dir == dir.root_path()) break;
+  }
+  return {};
 }
 
 }  // namespace strait::bench

@@ -59,6 +59,15 @@ class ServerProcess {
   std::string stderrPath_;
 };
 
+// The `strait` binary in this program's directory or the nearest one above it (the build
+// dir); "" if none. `argv0` is used when /proc/self/exe cannot be read.
+std::string straitBesideThisBinary(const char* argv0);
+
+inline double secondsBetween(std::chrono::steady_clock::time_point a,
+                             std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
 struct ApiResponse {
   int status = 0;
   std::string body;

@@ -57,25 +57,11 @@ struct Options {
   bool json = false;
 };
 
-double secondsBetween(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
   return v[std::min(i, v.size() - 1)];
-}
-
-std::string selfStrait() {
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  for (fs::path dir = self.parent_path(); !dir.empty(); dir = dir.parent_path()) {
-    if (fs::exists(dir / "strait")) return (dir / "strait").string();
-    if (dir == dir.root_path()) break;
-  }
-  return {};
 }
 
 json benchPod(int i) {
@@ -517,7 +503,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "process_runtime_bench: needs root (network namespaces)\n");
     return 2;
   }
-  if (o.strait.empty()) o.strait = strait::bench::selfStrait();
+  if (o.strait.empty()) o.strait = strait::bench::straitBesideThisBinary(argv[0]);
   if (o.strait.empty()) {
     std::fprintf(stderr, "process_runtime_bench: cannot find strait; pass --strait\n");
     return 2;

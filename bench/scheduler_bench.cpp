@@ -39,10 +39,6 @@ struct Options {
   bool json = false;
 };
 
-double secondsBetween(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
 // Number of objects a list matches, from one limit=1 page; -1 on error.
 long long countMatching(ApiConnection& c, const std::string& path) {
   ApiResponse r;
@@ -53,17 +49,6 @@ long long countMatching(ApiConnection& c, const std::string& path) {
   long long n = j["items"].size();
   if (j["metadata"].contains("remainingItemCount")) n += j["metadata"]["remainingItemCount"].get<long long>();
   return n;
-}
-
-std::string selfStrait(const char* argv0) {
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) self = argv0;
-  for (fs::path dir = self.parent_path(); !dir.empty(); dir = dir.parent_path()) {
-    if (fs::exists(dir / "strait")) return (dir / "strait").string();
-    if (dir == dir.root_path()) break;
-  }
-  return {};
 }
 
 int run(const Options& o) {
@@ -200,7 +185,7 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", o.timeoutSeconds, "limit, seconds")->capture_default_str();
   app.add_flag("--json", o.json, "print one JSON object");
   CLI11_PARSE(app, argc, argv);
-  if (o.strait.empty()) o.strait = strait::bench::selfStrait(argv[0]);
+  if (o.strait.empty()) o.strait = strait::bench::straitBesideThisBinary(argv[0]);
   if (o.strait.empty() || access(o.strait.c_str(), X_OK) != 0) {
     std::fprintf(stderr, "strait binary not found; pass --strait PATH\n");
     return 2;
