@@ -23,6 +23,7 @@
 #include "minicluster/master_service.h"
 #include "minicluster/runtime_process.h"
 #include "minicluster/serviceaccount_admission.h"
+#include "minicluster/serviceaccount_token_auth.h"
 #include "minicluster/node_lifecycle.h"
 #include "minicluster/scheduler.h"
 #include "minicluster/strategy.h"
@@ -147,6 +148,13 @@ class ApiServerImpl : public ApiServer {
       if (!tokens) return tokens.error();
       tokenAuth_ = std::make_unique<TokenAuthHandler>(std::move(*tokens), *handler_);
       front = tokenAuth_.get();
+    }
+    if (opts_.simulation.runtime == RuntimeKind::Process) {
+      // The ServiceAccount tokens the kubelets project into Pods (signed with the CA's key).
+      auto saAuth = newServiceAccountTokenAuth(ca_.certPem, *store_, *front);
+      if (!saAuth) return saAuth.error();
+      serviceAccountAuth_ = std::move(*saAuth);
+      front = serviceAccountAuth_.get();
     }
     auto kubeletClient = issueCert(ca_, "kube-apiserver-kubelet-client", {"system:masters"}, {},
                                    {}, false);
@@ -328,6 +336,7 @@ class ApiServerImpl : public ApiServer {
   std::unique_ptr<Rest> rest_;
   std::unique_ptr<ApiHandler> handler_;
   std::unique_ptr<TokenAuthHandler> tokenAuth_;
+  std::unique_ptr<Handler> serviceAccountAuth_;  // in front of tokenAuth_ (process runtime)
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<HttpServer> podHttp_;  // on the underlay, for Pods (process runtime)
   Handler* front_ = nullptr;             // what http_ serves

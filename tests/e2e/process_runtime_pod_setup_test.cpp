@@ -201,6 +201,15 @@ TEST_F(ProcessRuntimePodSetupTest, VolumesEnvAndTheApiServerFromInsideAPod) {
                                  "curl -sS --max-time 10 --cacert " + sa +
                                      "/ca.crt https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/version"});
   EXPECT_THAT(byEnv.out, HasSubstr("gitVersion")) << byEnv.describe();
+  // The token authenticates the Pod's ServiceAccount; without it the API server says 401.
+  CommandResult listed = kubectl({"exec", "vol", "--", "sh", "-c",
+                                  "curl -sS --max-time 10 --cacert " + sa + "/ca.crt -H \"Authorization: Bearer $(cat " +
+                                      sa + "/token)\" https://kubernetes.default.svc/api/v1/namespaces/default/pods"});
+  EXPECT_THAT(listed.out, HasSubstr("\"kind\":\"PodList\"")) << listed.describe();
+  CommandResult anonymous = kubectl({"exec", "vol", "--", "curl", "-sS", "--max-time", "10", "-o", "/dev/null", "-w",
+                                     "%{http_code}", "--cacert", sa + "/ca.crt",
+                                     "https://kubernetes.default.svc/api/v1/namespaces/default/pods"});
+  EXPECT_EQ(anonymous.out, "401");
 }
 
 TEST_F(ProcessRuntimePodSetupTest, MissingConfigMapKeepsThePodCreatingUntilItExists) {

@@ -17,6 +17,7 @@
 #include "minicluster/runtime_process_podfiles.h"
 #include "minicluster/runtime_process_volumes.h"
 #include "minicluster/serviceaccount_admission.h"
+#include "minicluster/serviceaccount_token_auth.h"
 
 namespace strait::minicluster {
 namespace {
@@ -332,6 +333,19 @@ TEST(PodFilesTest, TokenIsASignedJwtForThePodsServiceAccount) {
   EXPECT_EQ(claims["kubernetes.io"]["pod"]["name"], "web");
   EXPECT_EQ(claims["exp"].get<int64_t>() - claims["iat"].get<int64_t>(), 3607);
   EXPECT_FALSE(signServiceAccountToken(pod(), "node-0", "", 3607, "not a key"));
+
+  // The API server's authenticator accepts it with the CA's certificate, and nothing else.
+  auto id = verifyServiceAccountToken(*token, ca->certPem);
+  ASSERT_TRUE(id) << id.error().message;
+  EXPECT_EQ(id->ns, "shop");
+  EXPECT_EQ(id->serviceAccount, "builder");
+  EXPECT_EQ(id->podUid, "u-1");
+  auto other = kube::makeCa("other-ca");
+  EXPECT_FALSE(verifyServiceAccountToken(*token, other->certPem));
+  std::string tampered = *token;
+  tampered[dot1 + 5] = tampered[dot1 + 5] == 'A' ? 'B' : 'A';
+  EXPECT_FALSE(verifyServiceAccountToken(tampered, ca->certPem));
+  EXPECT_FALSE(verifyServiceAccountToken("a.b", ca->certPem));
 }
 
 TEST(ServiceAccountAdmissionTest, InjectsKubeApiAccessUnlessOptedOut) {
