@@ -29,6 +29,8 @@ using ::testing::HasSubstr;
 using json = nlohmann::json;
 
 const char* kKubectl = "/usr/bin/kubectl";
+// netexec's /shell printing 3 MB of base64 (4 MB) in its JSON answer.
+const char* kBigAnswer = "/shell?cmd=head%20-c%203000000%20/dev/zero%20%7C%20base64%20-w0";
 
 std::string whyNotRunnable() {
   if (::geteuid() != 0) return "the process runtime needs root";
@@ -182,6 +184,10 @@ TEST_F(PortForwardE2eTest, CurlThroughKubectlPortForwardReachesThePod) {
   EXPECT_EQ(r.out, "web");
   r = curl(local, "/echo?msg=forwarded");
   EXPECT_EQ(r.out, "forwarded") << r.describe();
+  // Megabytes in one answer (many DATA frames, no flow-control stall).
+  r = curl(local, kBigAnswer);
+  EXPECT_EQ(r.exitCode, 0) << r.exitCode << r.err;
+  EXPECT_GT(r.out.size(), 4'000'000u);
   EXPECT_TRUE(std::regex_search(pf.stderrText(), std::regex(R"(GET https://\S+/portforward)")))
       << pf.stderrText();
   EXPECT_TRUE(pf.running()) << pf.stderrText();
@@ -236,8 +242,9 @@ TEST_F(PortForwardE2eTest, PlainSpdyWhenWebSocketsAreOff) {
   CommandResult r = curl(local, "/hostname");
   EXPECT_EQ(r.exitCode, 0) << r.describe() << pf.stderrText();
   EXPECT_EQ(r.out, "web");
-  r = curl(local, "/hostname");
-  EXPECT_EQ(r.out, "web") << r.describe();
+  r = curl(local, kBigAnswer);
+  EXPECT_EQ(r.exitCode, 0) << r.exitCode << r.err;
+  EXPECT_GT(r.out.size(), 4'000'000u);
   // The SPDY upgrade is a POST; no WebSocket (GET) was tried.
   EXPECT_TRUE(std::regex_search(pf.stderrText(),
                                 std::regex(R"(POST https://\S+/portforward 101)")))
