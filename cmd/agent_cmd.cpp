@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cmd/agent_leader.h"
+#include "cmd/agent_metrics.h"
 #include "cmd/agent_vnode.h"
 #include "cmd/cli_util.h"
 #include "cmd/commands.h"
@@ -43,6 +44,7 @@ struct AgentFlags {
   int streamWorkers = 16;  // provider side: requests of one consumer's stream served at once
   std::string leaderLease = "15s";  // one active agent per cluster (agent_leader.h)
   std::string podSecurity = "baseline";  // provider side: level every consumer's Pod must pass
+  std::string metricsListen;  // "" = no /metrics
 };
 
 int runAgent(const AgentFlags& f) {
@@ -158,6 +160,22 @@ int runAgent(const AgentFlags& f) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // /metrics is served by a standby too (its peerings read from this cluster's objects).
+  std::unique_ptr<AgentMetrics> agentMetrics;
+  if (!f.metricsListen.empty()) {
+    kube::Result<HostPort> hp = parseHostPort(f.metricsListen, true);
+    kube::Result<std::unique_ptr<kube::Client>> metricsClient = clientFor(f.kubeconfig);
+    if (!hp.ok() || !metricsClient.ok()) {
+      spdlog::error("event=start_failed component=metrics error=\"{}\"",
+                    hp.ok() ? metricsClient.error().message : hp.error().message);
+      return 1;
+    }
+    agentMetrics = std::make_unique<AgentMetrics>(std::move(*metricsClient));
+    if (kube::Status s = agentMetrics->start(hp->host, hp->port); !s.ok()) {
+      spdlog::error("event=start_failed component=metrics error=\"{}\"", s.error().message);
+      return 1;
+    }
+  }
   // Only the Lease holder acts; a standby starts nothing until it leads.
   if (!(*leadership)->waitUntilLeading(g_stop)) return 0;
   if (kube::Status s = (*agent)->start(); !s.ok()) {
@@ -261,6 +279,10 @@ void addAgentCommand(CLI::App& app) {
                   "this long after the active one died (1s to 1h)")
       ->capture_default_str()
       ->check(durationValidator(std::chrono::seconds(1), std::chrono::hours(1)));
+  sub->add_option("--metrics-listen", flags->metricsListen,
+                  "HOST:PORT serving Prometheus metrics on /metrics over plain HTTP (PORT 0 = "
+                  "any; default: none)")
+      ->check(hostPortValidator(true));
   addVnodeFlags(sub, flags->vnode);
   sub->callback([flags] { setExitCode(runAgent(*flags)); });
 }

@@ -27,6 +27,7 @@ PACKAGES=(
   curl openssl iproute2 procps
   wireguard-go wireguard-tools iperf3 iputils-ping socat
   nftables dnsmasq-base
+  prometheus-cpp-dev libprometheus-cpp-core1.0 prometheus
 )
 # Needed only as commands (any provider will do: npm may come with a nodejs from elsewhere).
 COMMAND_PACKAGES=(npm:npm unzip:unzip)
