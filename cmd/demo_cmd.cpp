@@ -204,9 +204,12 @@ std::string Demo::startClusters() {
   };
   for (Spec s : {Spec{"home", "2", "2", "4Gi", "10.244.0.0/16"},
                  Spec{"cloud", "4", "8", "32Gi", "10.245.0.0/16"}}) {
+    // The minicluster's name is unique per demo: a process-runtime cluster owns namespaces
+    // and a lock named after it, so two demos on one machine must not share one.
+    std::string clusterName = std::string(s.name) + "-" + std::to_string(::getpid());
     ChildProcess& c =
         spawn(std::string("minicluster-") + s.name,
-              {"minicluster", "--name", s.name, "--listen", "127.0.0.1:0", "--kubeconfig-out",
+              {"minicluster", "--name", clusterName, "--listen", "127.0.0.1:0", "--kubeconfig-out",
                kubeconfig(s.name), "--nodes", s.nodes, "--node-cpu", s.cpu, "--node-memory",
                s.memory, "--pod-cidr", s.cidr, "--pod-start-latency", flags_.podStartLatency,
                "--runtime", runtime_, "--log-level", "warn"});

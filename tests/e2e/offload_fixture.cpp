@@ -1,6 +1,8 @@
 // The offloading suites' shared setup (see offload_fixture.h).
 #include "e2e/offload_fixture.h"
 
+#include <unistd.h>
+
 namespace strait::e2e {
 
 using json = nlohmann::json;
@@ -54,8 +56,13 @@ std::string OffloadSuite::startClusters(const OffloadSetup& setup) {
   cloud_ = new Minicluster();
   homeAgent_ = new AgentProcess();
   cloudAgent_ = new AgentProcess();
-  if (std::string e = home_->start("home", 60s, setup.homeArgs); !e.empty()) return "home: " + e;
-  if (std::string e = cloud_->start("cloud", 60s, setup.cloudArgs); !e.empty()) {
+  // A process-runtime cluster holds a machine-wide lock and namespaces named after it: two
+  // suites running at once under ctest -j must not both call theirs "cloud".
+  std::string suffix = "-" + std::to_string(::getpid());
+  if (std::string e = home_->start("home" + suffix, 60s, setup.homeArgs); !e.empty()) {
+    return "home: " + e;
+  }
+  if (std::string e = cloud_->start("cloud" + suffix, 60s, setup.cloudArgs); !e.empty()) {
     return "cloud: " + e;
   }
   return "";
