@@ -14,6 +14,7 @@
 #include "minicluster/apiserver.h"
 #include "minicluster/netns.h"
 #include "minicluster/runtime_process.h"
+#include "metrics/registry.h"
 
 namespace strait::cmd {
 namespace {
@@ -26,6 +27,7 @@ void onSignal(int) { g_stop = true; }
 struct MiniclusterFlags {
   std::string name = "minicluster";
   std::string listen = "127.0.0.1:6443";
+  std::string metricsListen;  // "" = no /metrics
   std::string kubeconfigOut;
   std::string dataDir;
   size_t maxBodyBytes = 3 * 1024 * 1024;
@@ -150,6 +152,24 @@ int runMinicluster(const MiniclusterFlags& f) {
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  metrics::Registry metricsRegistry;
+  std::unique_ptr<metrics::MetricsServer> metricsServer;
+  if (!f.metricsListen.empty()) {
+    kube::Result<HostPort> hp = parseHostPort(f.metricsListen, true);
+    if (!hp.ok()) {
+      spdlog::error("event=bad_flag flag=--metrics-listen error=\"{}\"", hp.error().message);
+      return 2;
+    }
+    o.metrics = &metricsRegistry;
+    base::Result<std::unique_ptr<metrics::MetricsServer>> ms =
+        metrics::MetricsServer::start(hp->host, hp->port, metricsRegistry);
+    if (!ms.ok()) {
+      spdlog::error("event=start_failed component=metrics error=\"{}\"", ms.error().message);
+      return 1;
+    }
+    metricsServer = std::move(*ms);
+    spdlog::info("event=metrics_serving address={}:{}", hp->host, metricsServer->port());
+  }
   auto server = minicluster::newApiServer(o);
   if (auto s = server->start(); !s) {
     spdlog::error("event=start_failed error=\"{}\"", s.error().message);
@@ -174,6 +194,10 @@ void addMiniclusterCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--listen", flags->listen, "HOST:PORT to serve HTTPS on (PORT 0 = any free)")
       ->capture_default_str()
+      ->check(hostPortValidator(true));
+  sub->add_option("--metrics-listen", flags->metricsListen,
+                  "HOST:PORT serving Prometheus metrics on /metrics over plain HTTP (PORT 0 = "
+                  "any; default: none)")
       ->check(hostPortValidator(true));
   sub->add_option("--kubeconfig-out", flags->kubeconfigOut,
                   "write an admin kubeconfig here once serving");

@@ -16,6 +16,7 @@
 #include "kube/http_server.h"
 #include "kube/pki.h"
 #include "minicluster/registry.h"
+#include "minicluster/request_metrics.h"
 #include "minicluster/rest.h"
 #include "minicluster/store.h"
 #include "minicluster/kubelet_api.h"
@@ -155,6 +156,10 @@ class ApiServerImpl : public ApiServer {
       if (!saAuth) return saAuth.error();
       serviceAccountAuth_ = std::move(*saAuth);
       front = serviceAccountAuth_.get();
+    }
+    if (opts_.metrics != nullptr) {
+      requestMetrics_ = newRequestMetricsHandler(*opts_.metrics, *front);
+      front = requestMetrics_.get();
     }
     auto kubeletClient = issueCert(ca_, "kube-apiserver-kubelet-client", {"system:masters"}, {},
                                    {}, false);
@@ -337,6 +342,7 @@ class ApiServerImpl : public ApiServer {
   std::unique_ptr<ApiHandler> handler_;
   std::unique_ptr<TokenAuthHandler> tokenAuth_;
   std::unique_ptr<Handler> serviceAccountAuth_;  // in front of tokenAuth_ (process runtime)
+  std::unique_ptr<Handler> requestMetrics_;      // in front of all the others, when asked
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<HttpServer> podHttp_;  // on the underlay, for Pods (process runtime)
   Handler* front_ = nullptr;             // what http_ serves

@@ -14,6 +14,10 @@
 #include "kube/status.h"
 #include "minicluster/simulation.h"
 
+namespace strait::metrics {
+class Registry;
+}
+
 namespace strait::minicluster {
 
 class Store;
@@ -30,6 +34,9 @@ struct ApiServerOptions {
   std::optional<std::string> tokenAuthFile;
   // Scheduler, simulated nodes and their kubelet API, node lifecycle controller.
   SimulationOptions simulation;
+  // When set (borrowed; outlives the server), every API request is counted there
+  // (request_metrics.h).
+  metrics::Registry* metrics = nullptr;
 };
 
 class ApiServer {
