@@ -22,6 +22,7 @@
 #include "minicluster/kubelet_api.h"
 #include "minicluster/kubelet_sim.h"
 #include "minicluster/master_service.h"
+#include "minicluster/rbac_bootstrap.h"
 #include "minicluster/runtime_process.h"
 #include "minicluster/serviceaccount_admission.h"
 #include "minicluster/serviceaccount_token_auth.h"
@@ -141,6 +142,7 @@ class ApiServerImpl : public ApiServer {
     }
     loadCustomResources();
     if (auto s = bootstrapNamespaces(); !s) return s;
+    if (auto s = bootstrapRbacPolicy(*rest_, *registry_); !s) return s;
 
     handler_ = std::make_unique<ApiHandler>(*store_, *registry_, *rest_);
     Handler* front = handler_.get();

@@ -1,4 +1,5 @@
 #include "minicluster/controller_context.h"
+#include "minicluster/rbac_aggregation.h"
 
 #include <spdlog/spdlog.h>
 
@@ -104,6 +105,7 @@ void ControllerManager::start() {
   controllers_.push_back(newEndpointsController(ctx_));
   controllers_.push_back(newEndpointSliceController(ctx_));
   controllers_.push_back(newServiceAccountController(ctx_));
+  controllers_.push_back(newClusterRoleAggregationController(ctx_));
   if (!ctx_.ca.certPem.empty()) {
     controllers_.push_back(newRootCaPublisher(ctx_));
     controllers_.push_back(newCsrSigner(ctx_));

@@ -71,6 +71,7 @@ std::string builtinPackage(const std::string& group, const std::string& version)
   if (g.size() > suffix.size() && g.compare(g.size() - suffix.size(), suffix.size(), suffix) == 0) {
     g.erase(g.size() - suffix.size());
   }
+  if (g == "rbac.authorization") g = "rbac";  // Go package k8s.io/api/rbac/v1
   return "io.k8s.api." + g + "." + version + ".";
 }
 
@@ -212,6 +213,42 @@ json extraTopLevel(const ResourceInfo& r) {
     return {{"automountServiceAccountToken", {{"type", "boolean"}}},
             {"imagePullSecrets", {{"type", "array"}, {"items", openObject("A reference.")}}},
             {"secrets", {{"type", "array"}, {"items", openObject("A reference.")}}}};
+  }
+  if (r.group == "rbac.authorization.k8s.io") {
+    json strings = {{"type", "array"}, {"items", {{"type", "string"}, {"default", ""}}}};
+    json rule = {{"type", "object"},
+                 {"description", "PolicyRule holds information that describes a policy rule."},
+                 {"required", json::array({"verbs"})},
+                 {"properties",
+                  {{"apiGroups", strings},
+                   {"nonResourceURLs", strings},
+                   {"resourceNames", strings},
+                   {"resources", strings},
+                   {"verbs", strings}}}};
+    if (k == "Role") return {{"rules", {{"type", "array"}, {"items", rule}}}};
+    if (k == "ClusterRole") {
+      return {{"rules", {{"type", "array"}, {"items", rule}}},
+              {"aggregationRule",
+               {{"type", "object"},
+                {"properties",
+                 {{"clusterRoleSelectors",
+                   {{"type", "array"}, {"items", openObject("A label selector.")}}}}}}}};
+    }
+    json roleRef = {{"type", "object"},
+                    {"required", json::array({"apiGroup", "kind", "name"})},
+                    {"properties",
+                     {{"apiGroup", stringProp("APIGroup is the group for the resource being "
+                                              "referenced")},
+                      {"kind", stringProp("Kind is the type of resource being referenced")},
+                      {"name", stringProp("Name is the name of resource being referenced")}}}};
+    json subject = {{"type", "object"},
+                    {"required", json::array({"kind", "name"})},
+                    {"properties",
+                     {{"apiGroup", stringProp("")},
+                      {"kind", stringProp("")},
+                      {"name", stringProp("")},
+                      {"namespace", stringProp("")}}}};
+    return {{"roleRef", roleRef}, {"subjects", {{"type", "array"}, {"items", subject}}}};
   }
   if (k == "MutatingWebhookConfiguration" || k == "ValidatingWebhookConfiguration") {
     return {{"webhooks", {{"type", "array"}, {"items", openObject("A webhook.")}}}};

@@ -77,6 +77,15 @@ std::vector<ResourceInfo> builtinResources() {
       // certificates.k8s.io/v1
       make("certificates.k8s.io", "certificatesigningrequests", "CertificateSigningRequest",
            "certificatesigningrequest", kCluster, {"csr"}, {}, kAllVerbs, {"approval", "status"}),
+      // rbac.authorization.k8s.io/v1
+      make("rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding",
+           "clusterrolebinding", kCluster, {}, {}, kAllVerbs, {}),
+      make("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", "clusterrole", kCluster, {},
+           {}, kAllVerbs, {}),
+      make("rbac.authorization.k8s.io", "rolebindings", "RoleBinding", "rolebinding", kNamespaced,
+           {}, {}, kAllVerbs, {}),
+      make("rbac.authorization.k8s.io", "roles", "Role", "role", kNamespaced, {}, {}, kAllVerbs,
+           {}),
       // admissionregistration.k8s.io/v1
       make("admissionregistration.k8s.io", "mutatingwebhookconfigurations",
            "MutatingWebhookConfiguration", "mutatingwebhookconfiguration", kCluster, {},

@@ -395,7 +395,7 @@ Result<ObjectPtr> Rest::write(const ResourceInfo& info, const std::string& ns,
       if (auto s = admission_->mutate(attrs, &obj); !s) return s.error();
       prepareForUpdate(info, subresource, obj, old);  // webhooks may not touch server fields
     }
-    if (auto s = validateObject(info, obj, false); !s) return s.error();
+    if (auto s = validateObject(info, obj, false, &old); !s) return s.error();
     if (admission_) {
       if (auto s = admission_->validate(attrs, &obj); !s) return s.error();
     }

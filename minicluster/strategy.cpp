@@ -8,6 +8,7 @@
 
 #include "kube/quantity.h"
 #include "kube/validation.h"
+#include "minicluster/rbac_validation.h"
 
 namespace strait::minicluster {
 namespace {
@@ -140,7 +141,10 @@ json specPart(const json& obj) {
   return copy;
 }
 
-std::string kindLabel(const ResourceInfo& info) { return info.kind; }
+std::string kindLabel(const ResourceInfo& info) {
+  // Upstream names the group-qualified kind (Role.rbac.authorization.k8s.io).
+  return isRbacResource(info) ? info.kind + "." + info.group : info.kind;
+}
 
 }  // namespace
 
@@ -236,6 +240,8 @@ void prepareForCreate(const ResourceInfo& info, json& obj) {
     setDefault(obj, "type", "Opaque");
   } else if (is(info, "certificates.k8s.io", "certificatesigningrequests")) {
     obj["status"] = json::object();
+  } else if (isRbacResource(info)) {
+    defaultRbacObject(info, obj);
   }
 }
 
@@ -327,6 +333,8 @@ void prepareForUpdate(const ResourceInfo& info, const std::string& subresource, 
       if (old["spec"].contains("clusterIPs")) obj["spec"]["clusterIPs"] = old["spec"]["clusterIPs"];
     }
     defaultService(obj);
+  } else if (isRbacResource(info)) {
+    defaultRbacObject(info, obj);
   }
   if (oldMeta.contains("generation")) {
     int64_t gen = oldMeta["generation"].is_number() ? oldMeta["generation"].get<int64_t>() : 1;
@@ -335,7 +343,8 @@ void prepareForUpdate(const ResourceInfo& info, const std::string& subresource, 
   }
 }
 
-kube::Status validateObject(const ResourceInfo& info, const json& obj, bool isCreate) {
+kube::Status validateObject(const ResourceInfo& info, const json& obj, bool isCreate,
+                            const json* old) {
   std::vector<kube::Cause> causes;
   const json& meta = obj["metadata"];
   std::string name = meta.value("name", "");
@@ -356,6 +365,8 @@ kube::Status validateObject(const ResourceInfo& info, const json& obj, bool isCr
       errs = kube::validateDns1123Label(name);
     } else if (is(info, "", "services")) {
       errs = kube::validateDns1035Label(name);
+    } else if (isRbacResource(info)) {
+      errs = validateRbacName(name);
     } else {
       errs = kube::validateDns1123Subdomain(name);
     }
@@ -440,6 +451,14 @@ kube::Status validateObject(const ResourceInfo& info, const json& obj, bool isCr
       checkContainers(spec["template"].value("spec", json::object()), "spec.template.spec");
     }
   }
+  if (isRbacResource(info)) {
+    auto more = validateRbacObject(info, obj);
+    causes.insert(causes.end(), more.begin(), more.end());
+    if (!isCreate && old != nullptr) {
+      more = validateRbacUpdate(info, obj, *old);
+      causes.insert(causes.end(), more.begin(), more.end());
+    }
+  }
   if (causes.empty()) return kube::Status::OK();
   std::string msg = kindLabel(info) + " \"" + name + "\" is invalid: ";
   if (causes.size() > 1) msg += "[";
@@ -482,6 +501,7 @@ std::vector<std::string> unknownFields(const ResourceInfo& info, const json& obj
                   "reportingComponent", "reportingInstance"});
   }
   if (r == "bindings") known.insert("target");
+  for (const auto& f : rbacTopLevelFields(info)) known.insert(f);
   if (r == "mutatingwebhookconfigurations" || r == "validatingwebhookconfigurations") {
     known.insert("webhooks");
   }

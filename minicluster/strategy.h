@@ -28,8 +28,10 @@ void prepareForUpdate(const ResourceInfo& info, const std::string& subresource,
                       nlohmann::json& obj, const nlohmann::json& old);
 
 // Validation of a complete object; an Invalid error lists every problem as upstream does
-// (`Pod "x" is invalid: metadata.name: Invalid value: ...`).
-kube::Status validateObject(const ResourceInfo& info, const nlohmann::json& obj, bool isCreate);
+// (`Pod "x" is invalid: metadata.name: Invalid value: ...`). `old`, on an update, is the
+// stored object (for rules about what may not change, like a binding's roleRef).
+kube::Status validateObject(const ResourceInfo& info, const nlohmann::json& obj, bool isCreate,
+                            const nlohmann::json* old = nullptr);
 
 // Fields of `obj` the server does not know (for fieldValidation), as dotted paths.
 std::vector<std::string> unknownFields(const ResourceInfo& info, const nlohmann::json& obj);

@@ -596,6 +596,34 @@ const std::map<std::string, Printer>& builtinPrinters() {
           std::string created = kube::rfc3339FromUnix(t.value_or(kZeroTime));
           return json::array({nameOf(o), created});
         }};
+    // rbac.authorization.k8s.io (upstream printRole, printRoleBinding, ...).
+    Printer rbacRole = {{nameCol(), {"Created At", "date", "", kAgeDoc, 0}},
+                        [](const json& o, long long, json&) {
+                          auto t = timeOf(path(o, {"metadata", "creationTimestamp"}));
+                          return json::array({nameOf(o), kube::rfc3339FromUnix(t.value_or(kZeroTime))});
+                        }};
+    p["roles.rbac.authorization.k8s.io"] = rbacRole;
+    p["clusterroles.rbac.authorization.k8s.io"] = rbacRole;
+    Printer rbacBinding = {
+        {nameCol(), col("Role", "string", "Role indicates the role referenced by the binding."),
+         ageCol(), col("Users", "string", "Users in the binding.", 1),
+         col("Groups", "string", "Groups in the binding.", 1),
+         col("ServiceAccounts", "string", "ServiceAccounts in the binding.", 1)},
+        [](const json& o, long long now, json&) {
+          std::vector<std::string> users, groups, sas;
+          for (const auto& s : arrayOrEmpty(path(o, {"subjects"}))) {
+            const std::string kind = str(path(s, {"kind"})), name = str(path(s, {"name"}));
+            const std::string ns = str(path(s, {"namespace"}));
+            if (kind == "User") users.push_back(name);
+            if (kind == "Group") groups.push_back(name);
+            if (kind == "ServiceAccount") sas.push_back(ns.empty() ? name : ns + "/" + name);
+          }
+          std::string role = str(path(o, {"roleRef", "kind"})) + "/" + str(path(o, {"roleRef", "name"}));
+          return json::array({nameOf(o), role, age(o, now), join(users, ", "),
+                              join(groups, ", "), join(sas, ", ")});
+        }};
+    p["rolebindings.rbac.authorization.k8s.io"] = rbacBinding;
+    p["clusterrolebindings.rbac.authorization.k8s.io"] = rbacBinding;
     Printer webhooks = {
         {nameCol(),
          col("Webhooks", "integer",

@@ -106,7 +106,11 @@ TEST(TableColumns, BuiltinKindsMatchUpstream) {
                          "ValidatingWebhookConfiguration")),
               ElementsAre("Name", "Webhooks", "Age"));
   EXPECT_THAT(names(info("rbac.authorization.k8s.io", "roles", "Role")),
-              ElementsAre("Name", "Age"));
+              ElementsAre("Name", "Created At"));
+  EXPECT_THAT(names(info("rbac.authorization.k8s.io", "rolebindings", "RoleBinding")),
+              ElementsAre("Name", "Role", "Age", "Users", "Groups", "ServiceAccounts"));
+  // A built-in kind without a printer of its own: name and age.
+  EXPECT_THAT(names(info("example.com", "gadgets", "Gadget")), ElementsAre("Name", "Age"));
 }
 
 TEST(TableShape, MetadataObjectAndListMeta) {
@@ -416,8 +420,11 @@ TEST(TableOtherKinds, CellsMatchUpstreamFormats) {
 
   json role = json::parse(R"({"metadata": {"name": "r",
       "creationTimestamp": "2024-06-01T11:00:00+01:00"}})");
-  EXPECT_EQ(onlyRowCells(info("rbac.authorization.k8s.io", "roles", "Role"), role),
+  EXPECT_EQ(onlyRowCells(info("example.com", "gadgets", "Gadget"), role),
             json::parse(R"(["r", "120m"])"));
+  // Roles print their creation time in UTC (upstream printRole).
+  EXPECT_EQ(onlyRowCells(info("rbac.authorization.k8s.io", "roles", "Role"), role),
+            json::parse(R"(["r", "2024-06-01T10:00:00Z"])"));
 }
 
 TEST(TableCustomResources, PrinterColumns) {
