@@ -4,13 +4,17 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
 #include <thread>
 
+#include "cmd/agent_health.h"
 #include "cmd/agent_leader.h"
 #include "cmd/agent_metrics.h"
 #include "cmd/agent_vnode.h"
 #include "cmd/cli_util.h"
 #include "cmd/commands.h"
+#include "kube/kubeconfig.h"
 #include "peering/agent.h"
 #include "reflection/stream_server.h"
 #include "reflection/remote_kubelet.h"
@@ -45,10 +49,27 @@ struct AgentFlags {
   std::string leaderLease = "15s";  // one active agent per cluster (agent_leader.h)
   std::string podSecurity = "baseline";  // provider side: level every consumer's Pod must pass
   std::string metricsListen;  // "" = no /metrics
+  std::string healthListen;   // "" = no /healthz, /readyz
 };
 
-int runAgent(const AgentFlags& f) {
-  setupLogging(f.logLevel);
+// The kubeconfig the agent's clients use, as client-go's loading rules pick it: --kubeconfig,
+// else the first existing file of $KUBECONFIG, else "" (the in-cluster service account).
+std::string agentKubeconfig(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  const char* env = std::getenv("KUBECONFIG");
+  if (env == nullptr) return {};
+  std::vector<std::string> paths = kube::splitKubeconfigPaths(env);
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (std::filesystem::exists(p, ec)) return p;
+  }
+  return paths.empty() ? std::string() : paths.front();  // the error then names it
+}
+
+int runAgent(const AgentFlags& flags) {
+  setupLogging(flags.logLevel);
+  AgentFlags f = flags;
+  f.kubeconfig = agentKubeconfig(flags.kubeconfig);
   peering::AgentConfig cfg;
   cfg.clusterName = f.clusterName;
   cfg.listen = f.listen;
@@ -176,6 +197,26 @@ int runAgent(const AgentFlags& f) {
       return 1;
     }
   }
+  // Probes are answered by a standby too (agent_health.h).
+  std::unique_ptr<AgentHealth> health;
+  if (!f.healthListen.empty()) {
+    kube::Result<HostPort> hp = parseHostPort(f.healthListen, true);
+    kube::Result<std::unique_ptr<kube::Client>> healthClient = clientFor(f.kubeconfig);
+    if (!hp.ok() || !healthClient.ok()) {
+      spdlog::error("event=start_failed component=health error=\"{}\"",
+                    hp.ok() ? healthClient.error().message : hp.error().message);
+      return 1;
+    }
+    kube::Result<std::unique_ptr<AgentHealth>> created =
+        AgentHealth::create(std::move(*healthClient));
+    kube::Status s = created.ok() ? (*created)->start(hp->host, hp->port) : created.error();
+    if (!s.ok()) {
+      spdlog::error("event=start_failed component=health error=\"{}\"", s.error().message);
+      return 1;
+    }
+    health = std::move(*created);
+    spdlog::info("event=health_listening port={}", health->port());
+  }
   // Only the Lease holder acts; a standby starts nothing until it leads.
   if (!(*leadership)->waitUntilLeading(g_stop)) return 0;
   if (kube::Status s = (*agent)->start(); !s.ok()) {
@@ -187,6 +228,7 @@ int runAgent(const AgentFlags& f) {
     (*agent)->stop();
     return 1;
   }
+  if (health) health->setRole(AgentHealth::Role::Leading);
   while (!g_stop && !(*leadership)->lost()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -195,6 +237,7 @@ int runAgent(const AgentFlags& f) {
     spdlog::error("event=leadership_lost msg=\"another agent may lead now; exiting\"");
   }
   spdlog::info("event=stopping");
+  if (health) health->setRole(AgentHealth::Role::Stopping);
   (*agent)->stop();  // first: no more peering callbacks
   (*vnodes)->stop();
   (*leadership)->stop();  // last: a standby takes over once this one acts no more
@@ -206,7 +249,9 @@ int runAgent(const AgentFlags& f) {
 void addAgentCommand(CLI::App& app) {
   auto flags = std::make_shared<AgentFlags>();
   CLI::App* sub = app.add_subcommand("agent", "run the per-cluster Strait agent (peering service)");
-  sub->add_option("--kubeconfig", flags->kubeconfig, "kubeconfig of this cluster")->required();
+  sub->add_option("--kubeconfig", flags->kubeconfig,
+                  "kubeconfig of this cluster (default: $KUBECONFIG, else the in-cluster "
+                  "service account)");
   sub->add_option("--cluster-name", flags->clusterName, "this cluster's name")->required();
   sub->add_option("--listen", flags->listen, "HOST:PORT for the gRPC service (PORT 0 = any)")
       ->capture_default_str()
@@ -282,6 +327,10 @@ void addAgentCommand(CLI::App& app) {
   sub->add_option("--metrics-listen", flags->metricsListen,
                   "HOST:PORT serving Prometheus metrics on /metrics over plain HTTP (PORT 0 = "
                   "any; default: none)")
+      ->check(hostPortValidator(true));
+  sub->add_option("--health-listen", flags->healthListen,
+                  "HOST:PORT serving /healthz, /livez, /readyz and /readyz/leader over plain HTTP "
+                  "for probes (PORT 0 = any; default: none)")
       ->check(hostPortValidator(true));
   addVnodeFlags(sub, flags->vnode);
   sub->callback([flags] { setExitCode(runAgent(*flags)); });

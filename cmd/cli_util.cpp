@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <sstream>
 
 #include "kube/quantity.h"
@@ -251,6 +252,24 @@ CLI::Validator resourceListValidator() {
       "NAME=QUANTITY,...");
 }
 
+kube::Result<kube::RestConfig> restConfigFor(const std::string& path,
+                                             const kube::InClusterOptions& inCluster) {
+  if (!path.empty()) {
+    kube::KubeconfigOptions opts;
+    opts.paths = {path};
+    return kube::loadKubeconfig(opts);
+  }
+  kube::Result<kube::RestConfig> cfg = kube::inClusterConfig(inCluster);
+  if (cfg.ok()) return cfg;
+  if (cfg.error().code == kube::Code::NotFound) {
+    return kube::makeError(kube::Code::NotFound,
+                           "no cluster to talk to: no --kubeconfig given, KUBECONFIG is not set, "
+                           "and not running in a Pod (KUBERNETES_SERVICE_HOST and "
+                           "KUBERNETES_SERVICE_PORT are not set)");
+  }
+  return kube::makeError(cfg.error().code, "in-cluster configuration: " + cfg.error().message);
+}
+
 kube::Result<std::unique_ptr<kube::Client>> clientFor(const std::string& path) {
   kube::RestConfig defaults;
   return clientFor(path, defaults.qps, defaults.burst);
@@ -258,9 +277,10 @@ kube::Result<std::unique_ptr<kube::Client>> clientFor(const std::string& path) {
 
 kube::Result<std::unique_ptr<kube::Client>> clientFor(const std::string& path, double qps,
                                                       int burst) {
-  kube::KubeconfigOptions opts;
-  opts.paths = {path};
-  kube::Result<kube::RestConfig> cfg = kube::loadKubeconfig(opts);
+  kube::InClusterOptions inCluster;
+  if (const char* host = std::getenv("KUBERNETES_SERVICE_HOST")) inCluster.host = host;
+  if (const char* port = std::getenv("KUBERNETES_SERVICE_PORT")) inCluster.port = port;
+  kube::Result<kube::RestConfig> cfg = restConfigFor(path, inCluster);
   if (!cfg.ok()) return cfg.error();
   cfg->timeout = std::chrono::seconds(15);
   cfg->qps = qps;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kube/client.h"
+#include "kube/kubeconfig.h"
 #include "kube/status.h"
 
 namespace strait::cmd {
@@ -65,7 +66,14 @@ inline const std::vector<std::string> kLogLevels = {"trace", "debug",    "info",
 inline constexpr const char* kLogLevelHelp =
     "log level: trace, debug, info, warn, error, critical or off";
 
-// A client for the kubeconfig at `path` (current context). Error names the file.
+// The API server configuration for `path`: the kubeconfig file at `path` (current
+// context), or when `path` is empty the in-cluster configuration `inCluster` (a Pod's
+// service account). Errors name the file, or when `path` is empty and `inCluster` has no
+// host/port (not in a Pod), every source that was tried. Pure apart from reading the files.
+kube::Result<kube::RestConfig> restConfigFor(const std::string& path,
+                                             const kube::InClusterOptions& inCluster);
+// A client for restConfigFor(path, the in-cluster options from $KUBERNETES_SERVICE_HOST/PORT
+// and the standard service-account files). Error names the file.
 kube::Result<std::unique_ptr<kube::Client>> clientFor(const std::string& path);
 // As clientFor, with the client-side rate limit (kube::RestConfig qps/burst; qps <= 0: none).
 kube::Result<std::unique_ptr<kube::Client>> clientFor(const std::string& path, double qps,

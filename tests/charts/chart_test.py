@@ -181,13 +181,8 @@ def check_common(docs, c):
                  d.get("metadata", {}).get("name"), f"object has apiVersion, kind and name: {d}")
         c.expect(d["metadata"].get("labels", {}).get("app.kubernetes.io/managed-by") == "Helm",
                  f"{d['kind']} {d['metadata']['name']} is labelled as Helm's")
-    cm = one(docs, "ConfigMap", "strait-kubeconfig")
-    if c.expect(cm is not None, "ConfigMap strait-kubeconfig rendered"):
-        kc = yaml.safe_load(cm["data"]["kubeconfig"])
-        c.equal(kc["users"][0]["user"]["tokenFile"],
-                "/var/run/secrets/kubernetes.io/serviceaccount/token", "kubeconfig token file")
-        c.equal(kc["clusters"][0]["cluster"]["server"], "https://kubernetes.default.svc",
-                "kubeconfig server")
+    c.expect(one(docs, "ConfigMap", "strait-kubeconfig") is None,
+             "no kubeconfig ConfigMap: the agent uses its ServiceAccount in-cluster")
     agent = one(docs, "Deployment", "strait-agent")
     if c.expect(agent is not None, "Deployment strait-agent rendered"):
         ctr = container(agent, "agent")
@@ -196,7 +191,18 @@ def check_common(docs, c):
                  and sc.get("capabilities", {}).get("drop") == ["ALL"],
                  f"agent container non-root without capabilities: {sc}")
         c.equal(agent["spec"]["strategy"]["type"], "Recreate", "agent rollout strategy")
-        c.equal(ctr["readinessProbe"]["tcpSocket"]["port"], "grpc", "readiness on the gRPC port")
+        c.equal(ctr["readinessProbe"]["httpGet"], {"path": "/readyz/leader", "port": "health"},
+                "readiness: /readyz/leader on the health port (a standby is not Ready)")
+        c.expect(not any(a.startswith("--kubeconfig") for a in ctr["args"]),
+                 f"no --kubeconfig: in-cluster config ({ctr['args']})")
+        c.expect(not any(v.get("name") == "kubeconfig"
+                         for v in agent["spec"]["template"]["spec"].get("volumes", [])),
+                 "no kubeconfig volume")
+        c.expect(any(a.startswith("--health-listen=0.0.0.0:") for a in ctr["args"]),
+                 f"--health-listen in {ctr['args']}")
+        health = [p["containerPort"] for p in ctr["ports"] if p["name"] == "health"]
+        c.expect(len(health) == 1 and f"--health-listen=0.0.0.0:{health[0]}" in ctr["args"],
+                 f"health container port matches --health-listen: {ctr['ports']}")
         env = {e["name"]: e for e in ctr.get("env", [])}
         c.equal(env.get("POD_IP", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath"),
                 "status.podIP", "POD_IP from the downward API")
@@ -239,7 +245,7 @@ def check_default(helm, c):
     if not c.expect(rc == 0, f"renders (rc {rc}): {out[-2000:]}"):
         return
     kinds = sorted(d["kind"] for d in docs)
-    c.equal(kinds, sorted(["ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRole",
+    c.equal(kinds, sorted(["ServiceAccount", "ClusterRole", "ClusterRole",
                            "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
                            "ClusterRoleBinding", "Role", "Role", "RoleBinding", "RoleBinding",
                            "Service", "Service", "Deployment", "MutatingWebhookConfiguration"]),
@@ -266,7 +272,7 @@ def check_default(helm, c):
     ctr = container(agent, "agent")
     c.equal(ctr["image"], "strait:0.1.0", "image (repository:appVersion)")
     args = ctr["args"]
-    for flag in ("agent", "--kubeconfig=/etc/strait/kubeconfig/kubeconfig", "--cluster-name=home",
+    for flag in ("agent", "--health-listen=0.0.0.0:8081", "--cluster-name=home",
                  "--listen=0.0.0.0:7443", "--link-listen=0.0.0.0:7444",
                  "--advertise=$(POD_IP):7443", "--leader-lease-duration=15s",
                  "--pod-security=baseline", "--share=0.5", "--vnode-address=$(POD_IP)",
@@ -274,7 +280,8 @@ def check_default(helm, c):
         c.expect(flag in args, f"agent flag {flag} in {args}")
     c.expect(not any(a.startswith(("--metrics-listen", "--budget", "--no-")) for a in args),
              f"no optional flags by default: {args}")
-    c.expect("livenessProbe" not in ctr, "no liveness probe by default (no /healthz yet)")
+    c.equal(ctr["livenessProbe"]["httpGet"], {"path": "/livez", "port": "health"},
+            "liveness: /livez on the health port by default")
     c.equal(capabilities_added(docs), {("strait-agent", "agent"): []},
             "no container adds a capability")
     svc = one(docs, "Service", "strait-agent")
@@ -292,7 +299,7 @@ def check_all_features(helm, c):
     check_common(docs, c)
     c.equal(sorted(d["kind"] for d in docs if d["kind"] not in ("ClusterRole", "ClusterRoleBinding",
                                                                  "Role", "RoleBinding")),
-            sorted(["ServiceAccount", "ConfigMap", "Service", "Service", "Service", "Deployment",
+            sorted(["ServiceAccount", "Service", "Service", "Service", "Deployment",
                     "Deployment", "MutatingWebhookConfiguration", "ServiceMonitor", "PodMonitor"]),
             "kinds rendered (besides RBAC)")
     agent = one(docs, "Deployment", "strait-agent")
@@ -317,7 +324,9 @@ def check_all_features(helm, c):
                  "--vnode-stream-grace=1m", "--vnode-pod-workers=16",
                  "--metrics-listen=0.0.0.0:9102", "--stream-workers=32"):
         c.expect(flag in args, f"agent flag {flag} in {args}")
-    c.equal(ctr["livenessProbe"]["tcpSocket"]["port"], "grpc", "liveness probe from values")
+    c.equal((ctr["livenessProbe"]["httpGet"], ctr["livenessProbe"]["initialDelaySeconds"]),
+            ({"path": "/healthz", "port": "health"}, 60), "liveness probe from values")
+    c.expect("--health-listen=0.0.0.0:18081" in args, f"agent.healthPort 18081 in {args}")
     c.expect({"name": "EXAMPLE", "value": "1"} in ctr["env"], "extraEnv")
     c.expect(("metrics", 9102) in [(p["name"], p["containerPort"]) for p in ctr["ports"]],
              "metrics container port")
@@ -441,7 +450,8 @@ def check_refusals(helm, c):
             (("--set", "clusterName=home", "--set", "identity.keepOnUninstall=false"),
              "identity.keepOnUninstall=false is not supported"),
             (("--set", "clusterName=home", "--set", "agent.certTtl=forever"), "agent.certTtl"),
-            (("--set", "clusterName=home", "--set", "agent.advertise=no-port"), "agent.advertise")):
+            (("--set", "clusterName=home", "--set", "agent.advertise=no-port"), "agent.advertise"),
+            (("--set", "clusterName=home", "--set", "agent.healthPort=0"), "agent.healthPort")):
         rc, out, _ = helm.template(*args)
         c.expect(rc != 0 and message in out, f"helm template {' '.join(args)} fails naming "
                                              f"{message!r}: rc {rc}, {out[-800:]}")
@@ -526,7 +536,6 @@ def check_on_minicluster(strait, kubectl, helm, chart, c):
         objects = [("deployment", "strait-system", "strait-agent"),
                    ("service", "strait-system", "strait-agent"),
                    ("service", "strait-system", "strait-webhook"),
-                   ("configmap", "strait-system", "strait-kubeconfig"),
                    ("serviceaccount", "strait-system", "strait"),
                    ("mutatingwebhookconfiguration", "", "strait-offloading")]
         for kind, ns, name in objects:

@@ -4,6 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "kube/pki.h"
+
 namespace strait::cmd {
 namespace {
 
@@ -84,6 +90,50 @@ TEST(FormatDurationTest, Readable) {
   EXPECT_EQ(formatDuration(std::chrono::milliseconds(10)), "10ms");
   EXPECT_EQ(formatDuration(std::chrono::milliseconds(90'500)), "1m30s500ms");
   EXPECT_EQ(formatDuration(std::chrono::milliseconds(0)), "0s");
+}
+
+// Without --kubeconfig (and KUBECONFIG) a command talks to the cluster it runs in, through
+// its Pod's service account, as client-go's loading rules do.
+TEST(RestConfigForTest, EmptyPathUsesTheServiceAccountOfThePod) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("strait-sa-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  kube::Result<kube::KeyPair> ca = kube::makeCa("test-ca");
+  ASSERT_TRUE(ca.ok()) << ca.error().message;
+  kube::InClusterOptions pod{"10.96.0.1", "443", write("token", "sa-token\n"),
+                             write("ca.crt", ca->certPem), write("namespace", "strait-system")};
+  kube::Result<kube::RestConfig> rc = restConfigFor("", pod);
+  ASSERT_TRUE(rc.ok()) << rc.error().message;
+  EXPECT_EQ(rc->server, "https://10.96.0.1:443");
+  EXPECT_EQ(rc->bearerTokenFile, pod.tokenFile);
+  EXPECT_EQ(rc->caPem, ca->certPem);
+  EXPECT_EQ(rc->defaultNamespace, "strait-system");
+  EXPECT_EQ(rc->source, "in-cluster");
+
+  // Not in a Pod: the error names every source that was tried.
+  kube::Result<kube::RestConfig> none = restConfigFor("", {});
+  ASSERT_FALSE(none.ok());
+  for (const char* named : {"--kubeconfig", "KUBECONFIG", "KUBERNETES_SERVICE_HOST"}) {
+    EXPECT_NE(none.error().message.find(named), std::string::npos) << none.error().message;
+  }
+  // In a Pod without a mounted token (automountServiceAccountToken: false): names the file.
+  kube::InClusterOptions noToken = pod;
+  noToken.tokenFile = (dir / "missing-token").string();
+  kube::Result<kube::RestConfig> missing = restConfigFor("", noToken);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("in-cluster"), std::string::npos);
+  EXPECT_NE(missing.error().message.find(noToken.tokenFile), std::string::npos)
+      << missing.error().message;
+  // An explicit kubeconfig wins over the Pod's service account.
+  kube::Result<kube::RestConfig> file = restConfigFor((dir / "no-such-kubeconfig").string(), pod);
+  ASSERT_FALSE(file.ok());
+  EXPECT_NE(file.error().message.find("no-such-kubeconfig"), std::string::npos)
+      << file.error().message;
+  fs::remove_all(dir);
 }
 
 }  // namespace
