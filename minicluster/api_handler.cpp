@@ -272,6 +272,9 @@ void ApiHandler::handleResource(const HttpRequest& req, Responder& out, const Re
   // Subresources with their own representation.
   if (sub == "scale") return handleScale(req, out, info, ns, name);
   if (sub == "binding") return handleBinding(req, out, info, ns, name);
+  if (sub == "token" && info.resource == "serviceaccounts") {
+    return handleTokenRequest(req, out, info, ns, name);
+  }
   if (sub == "log" || sub == "exec" || sub == "attach" || sub == "portforward") {
     return servePodStream(req, out, rest_, registry_, info, ns, name, sub, kubeletClient_);
   }

@@ -6,6 +6,7 @@
 // Thread-safe: handle() runs concurrently on connection threads.
 
 #include <atomic>
+#include <functional>
 #include <string>
 
 #include "kube/http_server.h"
@@ -24,6 +25,13 @@ class ApiHandler : public kube::Handler {
   void shutdown() { stopping_ = true; }
   // Credentials for pods/log, exec and attach towards kubelets. Call before serving.
   void setKubeletClient(KubeletClientConfig c) { kubeletClient_ = std::move(c); }
+  // Signs the token of a TokenRequest (serviceaccounts/token) for ServiceAccount `sa` (its
+  // object) with the request's spec (audiences, expirationSeconds, boundObjectRef resolved to
+  // `boundPod`, null when unbound). Without one, TokenRequests are refused. Call before
+  // serving.
+  using TokenIssuer = std::function<kube::Result<std::string>(
+      const nlohmann::json& sa, const nlohmann::json& spec, const nlohmann::json* boundPod)>;
+  void setTokenIssuer(TokenIssuer issuer) { tokenIssuer_ = std::move(issuer); }
 
  private:
   void dispatch(const kube::HttpRequest& req, kube::Responder& out);
@@ -37,6 +45,10 @@ class ApiHandler : public kube::Handler {
                    const std::string& ns, const std::string& name);
   void handleBinding(const kube::HttpRequest& req, kube::Responder& out, const ResourceInfo& pods,
                      const std::string& ns, const std::string& name);
+  // POST serviceaccounts/<name>/token (api_token_request.cpp).
+  void handleTokenRequest(const kube::HttpRequest& req, kube::Responder& out,
+                          const ResourceInfo& serviceAccounts, const std::string& ns,
+                          const std::string& name);
   void handleCrdWrite(const kube::HttpRequest& req, kube::Responder& out, const ResourceInfo& info,
                       const std::string& name);
   void deleteCrd(const kube::HttpRequest& req, kube::Responder& out, const ResourceInfo& info,
@@ -47,6 +59,7 @@ class ApiHandler : public kube::Handler {
   Rest& rest_;
   std::atomic<bool> stopping_{false};
   KubeletClientConfig kubeletClient_;
+  TokenIssuer tokenIssuer_;
 };
 
 // Status JSON body for an error (kind Status, reason, code, details.name/group/kind).

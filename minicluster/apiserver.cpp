@@ -25,6 +25,7 @@
 #include "minicluster/rbac_bootstrap.h"
 #include "minicluster/runtime_process.h"
 #include "minicluster/serviceaccount_admission.h"
+#include "minicluster/runtime_process_podfiles.h"
 #include "minicluster/serviceaccount_token_auth.h"
 #include "minicluster/node_lifecycle.h"
 #include "minicluster/scheduler.h"
@@ -152,13 +153,28 @@ class ApiServerImpl : public ApiServer {
       tokenAuth_ = std::make_unique<TokenAuthHandler>(std::move(*tokens), *handler_);
       front = tokenAuth_.get();
     }
-    if (opts_.simulation.runtime == RuntimeKind::Process) {
-      // The ServiceAccount tokens the kubelets project into Pods (signed with the CA's key).
-      auto saAuth = newServiceAccountTokenAuth(ca_.certPem, *store_, *front);
-      if (!saAuth) return saAuth.error();
-      serviceAccountAuth_ = std::move(*saAuth);
-      front = serviceAccountAuth_.get();
-    }
+    // ServiceAccount tokens: issued by TokenRequest and projected into process-runtime Pods,
+    // signed with the CA's key, accepted in front of every other authenticator.
+    handler_->setTokenIssuer([key = ca_.keyPem](const nlohmann::json& sa, const nlohmann::json& spec,
+                                                 const nlohmann::json* pod) {
+      ServiceAccountTokenClaims c;
+      c.ns = kube::getNamespace(sa);
+      c.serviceAccount = kube::getName(sa);
+      for (const auto& a : spec.value("audiences", nlohmann::json::array())) {
+        if (a.is_string()) c.audiences.push_back(a.get<std::string>());
+      }
+      c.expirationSeconds = spec.value("expirationSeconds", int64_t{3600});
+      if (pod) {
+        c.podName = kube::getName(*pod);
+        c.podUid = kube::getUid(*pod);
+        c.nodeName = pod->value("spec", nlohmann::json::object()).value("nodeName", "");
+      }
+      return signToken(c, key);
+    });
+    auto saAuth = newServiceAccountTokenAuth(ca_.certPem, *store_, *front);
+    if (!saAuth) return saAuth.error();
+    serviceAccountAuth_ = std::move(*saAuth);
+    front = serviceAccountAuth_.get();
     if (opts_.metrics != nullptr) {
       requestMetrics_ = newRequestMetricsHandler(*opts_.metrics, *front);
       front = requestMetrics_.get();
@@ -343,7 +359,7 @@ class ApiServerImpl : public ApiServer {
   std::unique_ptr<Rest> rest_;
   std::unique_ptr<ApiHandler> handler_;
   std::unique_ptr<TokenAuthHandler> tokenAuth_;
-  std::unique_ptr<Handler> serviceAccountAuth_;  // in front of tokenAuth_ (process runtime)
+  std::unique_ptr<Handler> serviceAccountAuth_;  // in front of tokenAuth_
   std::unique_ptr<Handler> requestMetrics_;      // in front of all the others, when asked
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<HttpServer> podHttp_;  // on the underlay, for Pods (process runtime)

@@ -30,6 +30,7 @@
 
 #include "kube/time.h"
 #include "proto/k8s/apps.pb.h"
+#include "proto/k8s/authentication.pb.h"
 #include "proto/k8s/batch.pb.h"
 #include "proto/k8s/certificates.pb.h"
 #include "proto/k8s/core.pb.h"
@@ -83,6 +84,7 @@ const std::array kKinds = {
     KindEntry{"batch/v1", "Job", &k8s::batch::Job::descriptor},
     KindEntry{"batch/v1", "CronJob", &k8s::batch::CronJob::descriptor},
     KindEntry{"policy/v1", "Eviction", &k8s::policy::Eviction::descriptor},
+    KindEntry{"authentication.k8s.io/v1", "TokenRequest", &k8s::authentication::TokenRequest::descriptor},
     KindEntry{"certificates.k8s.io/v1", "CertificateSigningRequest",
               &k8s::certificates::CertificateSigningRequest::descriptor},
     KindEntry{"", "DeleteOptions", &k8s::meta::DeleteOptions::descriptor},

@@ -64,7 +64,7 @@ std::vector<ResourceInfo> builtinResources() {
            {"attach", "binding", "eviction", "exec", "log", "portforward", "status"}),
       make("", "secrets", "Secret", "secret", kNamespaced, {}, {}, kAllVerbs, {}),
       make("", "serviceaccounts", "ServiceAccount", "serviceaccount", kNamespaced, {"sa"}, {},
-           kAllVerbs, {}),
+           kAllVerbs, {"token"}),
       make("", "services", "Service", "service", kNamespaced, {"svc"}, {"all"}, kAllVerbs,
            {"status"}),
       // apps/v1
@@ -112,6 +112,7 @@ SubresourceShape subresourceShape(const ResourceInfo& info, const std::string& s
   if (sub == "scale") return {"autoscaling", "v1", "Scale", kStatusVerbs};
   if (sub == "binding") return {"", "v1", "Binding", kCreateOnly};
   if (sub == "eviction") return {"policy", "v1", "Eviction", kCreateOnly};
+  if (sub == "token") return {"authentication.k8s.io", "v1", "TokenRequest", kCreateOnly};
   if (sub == "exec") return {"", "v1", "PodExecOptions", {"create", "get"}};
   if (sub == "attach") return {"", "v1", "PodAttachOptions", {"create", "get"}};
   if (sub == "portforward") return {"", "v1", "PodPortForwardOptions", {"create", "get"}};

@@ -188,23 +188,35 @@ kube::Result<std::string> signServiceAccountToken(const json& pod, const std::st
                                                   const std::string& audience, int64_t expirationSeconds,
                                                   const std::string& keyPem) {
   const json& md = pod.value("metadata", json::object());
-  std::string ns = str(md, "namespace");
-  std::string sa = str(pod.value("spec", json::object()), "serviceAccountName");
-  if (sa.empty()) sa = "default";
+  ServiceAccountTokenClaims c;
+  c.ns = str(md, "namespace");
+  c.serviceAccount = str(pod.value("spec", json::object()), "serviceAccountName");
+  if (c.serviceAccount.empty()) c.serviceAccount = "default";
+  c.podName = str(md, "name");
+  c.podUid = str(md, "uid");
+  c.nodeName = nodeName;
+  if (!audience.empty()) c.audiences = {audience};
+  c.expirationSeconds = expirationSeconds;
+  return signToken(c, keyPem);
+}
+
+kube::Result<std::string> signToken(const ServiceAccountTokenClaims& c, const std::string& keyPem) {
   int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
                     std::chrono::system_clock::now().time_since_epoch())
                     .count();
-  json claims = {{"aud", json::array({audience.empty() ? kIssuer : audience})},
+  json aud = json::array();
+  for (const auto& a : c.audiences) aud.push_back(a);
+  if (aud.empty()) aud.push_back(kIssuer);
+  json k8s = {{"namespace", c.ns}, {"serviceaccount", {{"name", c.serviceAccount}}}};
+  if (!c.podName.empty()) k8s["pod"] = {{"name", c.podName}, {"uid", c.podUid}};
+  if (!c.nodeName.empty()) k8s["node"] = {{"name", c.nodeName}};
+  json claims = {{"aud", aud},
                  {"iss", kIssuer},
-                 {"sub", "system:serviceaccount:" + ns + ":" + sa},
+                 {"sub", "system:serviceaccount:" + c.ns + ":" + c.serviceAccount},
                  {"iat", now},
                  {"nbf", now},
-                 {"exp", now + std::max<int64_t>(expirationSeconds, 600)},
-                 {"kubernetes.io",
-                  {{"namespace", ns},
-                   {"pod", {{"name", str(md, "name")}, {"uid", str(md, "uid")}}},
-                   {"serviceaccount", {{"name", sa}}},
-                   {"node", {{"name", nodeName}}}}}};
+                 {"exp", now + std::max<int64_t>(c.expirationSeconds, 600)},
+                 {"kubernetes.io", k8s}};
   std::string signingInput = base64Url(json{{"alg", "RS256"}, {"typ", "JWT"}}.dump()) + "." +
                              base64Url(claims.dump());
   std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(keyPem.data(), static_cast<int>(keyPem.size())),

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -26,6 +27,19 @@ std::optional<std::string> podResolvConfFor(const nlohmann::json& pod, const std
 // The kubelet's managed /etc/hosts: localhost entries, the Pod's IP with its hostname (and
 // FQDN when it has a subdomain), then the hostAliases.
 std::string podHostsFile(const nlohmann::json& pod, const std::string& podIP);
+
+// What a ServiceAccount token says: who, for whom, for how long, bound to which Pod.
+struct ServiceAccountTokenClaims {
+  std::string ns, serviceAccount;
+  std::string podName, podUid, nodeName;  // "" when not bound to a Pod
+  std::vector<std::string> audiences;      // empty = the API server's issuer
+  int64_t expirationSeconds = 3600;        // at least 600
+};
+
+// A JWT signed RS256 with `keyPem` holding `claims` as the API server's bound tokens do (iss
+// https://kubernetes.default.svc.cluster.local, sub system:serviceaccount:<ns>:<name>, aud,
+// iat, nbf, exp, kubernetes.io). Error when the key cannot be read or the signature fails.
+kube::Result<std::string> signToken(const ServiceAccountTokenClaims& claims, const std::string& keyPem);
 
 // A ServiceAccount token (a JWT signed RS256 with `keyPem`) for the Pod's service account,
 // bound to the Pod (the claims of the API server's bound tokens: iss, sub, aud, iat, nbf,

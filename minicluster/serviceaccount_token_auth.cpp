@@ -68,6 +68,13 @@ kube::Result<ServiceAccountIdentity> verify(const std::string& token, EVP_PKEY* 
   if (c.contains("nbf") && c["nbf"].is_number_integer() && c["nbf"].get<int64_t>() > now + 60) {
     return makeError(Code::Unauthorized, "token not yet valid");
   }
+  bool forUs = false;  // the API server's audience, as its authenticator requires
+  if (c.contains("aud") && c["aud"].is_array()) {
+    for (const auto& a : c["aud"]) forUs |= a.is_string() && a.get<std::string>() == kIssuer;
+  } else if (c.contains("aud") && c["aud"].is_string()) {
+    forUs = c["aud"].get<std::string>() == kIssuer;
+  }
+  if (!forUs) return makeError(Code::Unauthorized, "the token is for another audience");
   const json& k = c.value("kubernetes.io", json::object());
   ServiceAccountIdentity id;
   id.ns = k.value("namespace", "");

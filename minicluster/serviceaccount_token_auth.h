@@ -3,8 +3,8 @@
 // token authenticator for bound tokens): a request without a client certificate carrying
 // `Authorization: Bearer <JWT>` signed RS256 by the key of `signerCertPem` (the tokens the
 // process runtime's kubelets project, runtime_process_podfiles.h), with issuer
-// https://kubernetes.default.svc.cluster.local, not expired, whose bound Pod still exists with
-// the same uid, is handled as system:serviceaccount:<ns>:<name> in the groups
+// https://kubernetes.default.svc.cluster.local and that audience, not expired, whose bound Pod
+// (if any) still exists with the same uid, is handled as system:serviceaccount:<ns>:<name> in the groups
 // system:serviceaccounts, system:serviceaccounts:<ns> and system:authenticated. Any other
 // request is passed on unchanged (the next handler refuses what it cannot authenticate).
 //

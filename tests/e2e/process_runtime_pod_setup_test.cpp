@@ -297,6 +297,26 @@ TEST_F(ProcessRuntimePodSetupTest, FailingPostStartHookKillsTheContainer) {
       30s, 500ms));
 }
 
+TEST_F(ProcessRuntimePodSetupTest, TokenRequestIssuesTokensTheApiServerAccepts) {
+  std::string token = must({"create", "token", "default", "--duration=15m"}).out;
+  while (!token.empty() && token.back() == '\n') token.pop_back();
+  ASSERT_FALSE(token.empty());
+  std::string server = cluster_.server();
+  CommandResult listed = runCommand({"curl", "-sk", "--max-time", "10", "-H", "Authorization: Bearer " + token,
+                                     server + "/api/v1/namespaces/default/serviceaccounts"});
+  EXPECT_THAT(listed.out, HasSubstr("\"kind\":\"ServiceAccountList\"")) << listed.describe();
+  std::string other = must({"create", "token", "default", "--audience=vault"}).out;
+  while (!other.empty() && other.back() == '\n') other.pop_back();
+  CommandResult refused = runCommand({"curl", "-sk", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}",
+                                      "-H", "Authorization: Bearer " + other, server + "/api/v1/namespaces"});
+  EXPECT_EQ(refused.out, "401");
+  CommandResult missing = kubectl({"create", "token", "nobody"});
+  EXPECT_NE(missing.exitCode, 0);
+  EXPECT_THAT(missing.err, HasSubstr("serviceaccounts \"nobody\" not found"));
+  CommandResult tooShort = kubectl({"create", "token", "default", "--duration=1m"});
+  EXPECT_NE(tooShort.exitCode, 0);
+}
+
 // agnhost netexec's /shell as upstream's image answers it (needs no root: plain processes).
 TEST(AgnhostNetexecTest, ShellRunsTheCommandAndAnswersItsOutputAsJson) {
   if (straitBinary().empty() || ::access("/usr/bin/curl", X_OK) != 0) GTEST_SKIP() << "no strait or curl";
