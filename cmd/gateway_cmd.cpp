@@ -12,6 +12,7 @@
 
 #include "cmd/cli_util.h"
 #include "cmd/commands.h"
+#include "cmd/gateway_metrics.h"
 #include "tunnel/config.h"
 #include "tunnel/device.h"
 #include "tunnel/tun.h"
@@ -31,6 +32,7 @@ struct GatewayFlags {
   uint32_t handshakeLoad = tunnel::kDefaultUnderLoadHandshakes;
   bool noOffload = false;
   std::string logLevel = "info";
+  std::string metricsListen;  // "" = no /metrics
 };
 
 int runGateway(const GatewayFlags& f) {
@@ -99,6 +101,25 @@ int runGateway(const GatewayFlags& f) {
     close(tun->fd);
     return 1;
   }
+  // Declared after the device: the server stops before the device it reads goes.
+  metrics::Registry metricsRegistry;
+  std::unique_ptr<metrics::MetricsServer> metricsServer;
+  if (!f.metricsListen.empty()) {
+    addGatewayMetrics(metricsRegistry, device);
+    kube::Result<HostPort> hp = parseHostPort(f.metricsListen, true);
+    base::Result<std::unique_ptr<metrics::MetricsServer>> ms =
+        hp.ok() ? metrics::MetricsServer::start(hp->host, hp->port, metricsRegistry)
+                : base::Result<std::unique_ptr<metrics::MetricsServer>>(hp.error());
+    if (!ms.ok()) {
+      spdlog::error("event=start_failed component=metrics error=\"{}\"", ms.error().message);
+      uapi.stop();
+      device.stop();
+      close(tun->fd);
+      return 1;
+    }
+    metricsServer = std::move(*ms);
+    spdlog::info("event=metrics_serving address={}:{}", hp->host, metricsServer->port());
+  }
   spdlog::info("event=gateway_up interface={} listen_port={} peers={} tun_offload={}", f.interface,
                device.listenPort(), config->peers.size(), tun->vnetHdr);
   while (!g_stopGateway) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -132,6 +153,10 @@ void addGatewayCommand(CLI::App& app) {
                   "TEST MODE: divide every protocol timer by this factor (1 to 1000)")
       ->capture_default_str()
       ->check(numberRange(1, 1000));
+  sub->add_option("--metrics-listen", flags->metricsListen,
+                  "HOST:PORT serving Prometheus metrics on /metrics over plain HTTP (PORT 0 = "
+                  "any; default: none)")
+      ->check(hostPortValidator(true));
   sub->add_option("--handshake-load-threshold", flags->handshakeLoad,
                   "handshake messages per second above which cookie replies are sent (1 to "
                   "1000000)")

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "tunnel/netns_lab.h"
 
@@ -153,6 +154,46 @@ TEST_F(NetnsTest, StraitInitiatesToWireguardGo) {
   EXPECT_NE(show.out.find("10.100.0.77/32"), std::string::npos) << show.out;
   auto dump = lab_->exec(lab_->a(), {"wg", "show", straitIf, "dump"});
   EXPECT_NE(dump.out.find(w.publicKey), std::string::npos) << dump.out;
+}
+
+// `strait gateway --metrics-listen`: /metrics counts the peer, the bytes a ping moved and the
+// handshake's time; promtool (when present) accepts it.
+TEST_F(NetnsTest, GatewayMetricsFollowTheTunnel) {
+  WgKeys s = wgKeys(), w = wgKeys();
+  std::string straitIf = lab_->ifname("s"), wgIf = lab_->ifname("w");
+  ASSERT_NO_FATAL_FAILURE(
+      startWireguardGo(lab_->b(), wgIf, w, s.publicKey, "", "10.100.0.1/32", "10.100.0.2/24"));
+  ASSERT_NO_FATAL_FAILURE(
+      startGateway(lab_->a(), straitIf,
+                   gatewayConfig(s, "10.100.0.1/24", w, "10.99.0.2:51820", "10.100.0.2/32"),
+                   {"--metrics-listen", "127.0.0.1:9464"}));
+  ASSERT_NO_FATAL_FAILURE(expectPing(lab_->a(), "10.100.0.2"));
+  std::string text;
+  ASSERT_TRUE(e2e::waitFor(
+      [&] {
+        auto r = lab_->exec(lab_->a(), {"curl", "-sS", "http://127.0.0.1:9464/metrics"});
+        text = r.out;
+        return r.exitCode == 0;
+      },
+      10s));
+  auto value = [&](const std::string& series) -> double {
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+    }
+    return -1;
+  };
+  const std::string peer = "{peer=\"" + w.publicKey + "\"}";
+  EXPECT_EQ(value("strait_tunnel_peers"), 1) << text;
+  EXPECT_GT(value("strait_tunnel_received_bytes_total" + peer), 0) << text;
+  EXPECT_GT(value("strait_tunnel_sent_bytes_total" + peer), 0) << text;
+  EXPECT_GT(value("strait_tunnel_last_handshake_timestamp_seconds" + peer), 1.7e9) << text;
+  EXPECT_GE(value("strait_tunnel_handshakes_completed_total"), 1) << text;
+  EXPECT_GE(value("strait_tunnel_sent_packets_total"), 6) << text;  // the pings
+  if (e2e::runCommand({"sh", "-c", "command -v promtool"}).exitCode == 0) {
+    auto lint = e2e::runCommand({"promtool", "check", "metrics"}, {}, 30s, text);
+    EXPECT_EQ(lint.exitCode, 0) << lint.describe() << text;
+  }
 }
 
 TEST_F(NetnsTest, WireguardGoInitiatesToStrait) {
