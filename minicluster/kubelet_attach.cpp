@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "minicluster/container_stdin.h"
+#include "minicluster/kubelet_exec.h"
 
 namespace strait::minicluster {
 namespace {
@@ -33,14 +34,6 @@ void text(Responder& out, int code, const std::string& body) {
   r.headers["Content-Type"] = "text/plain; charset=utf-8";
   r.body = body + "\n";
   out.respond(std::move(r));
-}
-
-bool truthy(const HttpRequest& req, const char* a, const char* b) {
-  for (const char* k : {a, b}) {
-    std::string v = req.queryParam(k);
-    if (v == "1" || v == "true" || v == "True") return true;
-  }
-  return false;
 }
 
 uint64_t sizeOf(const std::string& path) {
@@ -78,18 +71,8 @@ bool stillRunning(SimulatedKubelets& kubelets, const PodRuntime& pod, const std:
 void serveProcessAttach(const HttpRequest& req, Responder& out, const PodRuntime& pod,
                         const std::string& container, SimulatedKubelets& kubelets,
                         const ContainerProcesses& processes) {
-  const std::string offered = req.header("sec-websocket-protocol");
-  std::string proto;
-  for (const char* p : {"v5.channel.k8s.io", "v4.channel.k8s.io"}) {
-    if (offered.find(p) != std::string::npos) {
-      proto = p;
-      break;
-    }
-  }
-  if (req.header("upgrade").empty() || proto.empty()) {
-    return text(out, 400, "unable to upgrade connection: this kubelet speaks WebSocket with "
-                          "v5.channel.k8s.io or v4.channel.k8s.io only");
-  }
+  const std::string proto = kubeletStreamProtocol(req);
+  if (proto.empty()) return text(out, 400, kKubeletStreamUpgradeError);
   std::optional<std::chrono::system_clock::time_point> startedAt;
   for (const auto& c : pod.containers) {
     if (c.name == container && !c.finishedAt) startedAt = c.startedAt;
@@ -101,9 +84,9 @@ void serveProcessAttach(const HttpRequest& req, Responder& out, const PodRuntime
   const std::string logPath = sb->logPath;
   std::shared_ptr<ContainerStdin> input = sb->input;
   const bool tty = input && input->tty();
-  const bool wantIn = truthy(req, "input", "stdin") && input && input->acceptsInput();
-  const bool wantOut = truthy(req, "output", "stdout");
-  const bool wantErr = truthy(req, "error", "stderr");
+  const bool wantIn = kubeletQueryFlag(req, "input", "stdin") && input && input->acceptsInput();
+  const bool wantOut = kubeletQueryFlag(req, "output", "stdout");
+  const bool wantErr = kubeletQueryFlag(req, "error", "stderr");
   const char outChannel = wantOut || tty ? kStdout : kStderr;
   const bool sendOutput = wantOut || wantErr || tty;
 

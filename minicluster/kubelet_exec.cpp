@@ -85,15 +85,25 @@ std::string statusJson(int exitCode, const std::vector<std::string>& argv) {
   return s.dump();
 }
 
-bool flag(const HttpRequest& req, const char* a, const char* b) {
+}  // namespace
+
+std::string kubeletStreamProtocol(const HttpRequest& req) {
+  if (req.header("upgrade").empty()) return "";
+  const std::string offered = req.header("sec-websocket-protocol");
+  for (const char* p : {"v5.channel.k8s.io", "v4.channel.k8s.io"}) {
+    if (offered.find(p) != std::string::npos) return p;
+  }
+  return "";
+}
+
+bool kubeletQueryFlag(const HttpRequest& req, const char* a, const char* b) {
   for (const char* k : {a, b}) {
+    if (!k) continue;
     std::string v = req.queryParam(k);
     if (v == "1" || v == "true" || v == "True") return true;
   }
   return false;
 }
-
-}  // namespace
 
 ExecContext execContextFor(const PodRuntime& pod, const std::string& container, Registry& registry,
                            Rest& rest) {
@@ -207,22 +217,12 @@ void serveExec(const HttpRequest& req, Responder& out, const PodRuntime& pod,
   };
   std::vector<std::string> argv = req.queryAll("command");
   if (argv.empty()) return plain(400, "you must specify at least one command for the container");
-  std::string offered = req.header("sec-websocket-protocol");
-  std::string proto;
-  for (const char* p : {"v5.channel.k8s.io", "v4.channel.k8s.io"}) {
-    if (offered.find(p) != std::string::npos) {
-      proto = p;
-      break;
-    }
-  }
-  if (req.header("upgrade").empty() || proto.empty()) {
-    return plain(400, "unable to upgrade connection: this kubelet speaks WebSocket with "
-                      "v5.channel.k8s.io or v4.channel.k8s.io only");
-  }
-  const bool wantIn = flag(req, "input", "stdin");
-  const bool wantOut = flag(req, "output", "stdout");
-  const bool wantErr = flag(req, "error", "stderr");
-  const bool tty = flag(req, "tty", "tty");
+  const std::string proto = kubeletStreamProtocol(req);
+  if (proto.empty()) return plain(400, kKubeletStreamUpgradeError);
+  const bool wantIn = kubeletQueryFlag(req, "input", "stdin");
+  const bool wantOut = kubeletQueryFlag(req, "output", "stdout");
+  const bool wantErr = kubeletQueryFlag(req, "error", "stderr");
+  const bool tty = kubeletQueryFlag(req, "tty");
   auto ws = out.acceptWebSocket(proto);
   if (!ws) return;
   std::string input;

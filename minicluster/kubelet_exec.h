@@ -20,6 +20,16 @@ namespace strait::minicluster {
 void serveExec(const kube::HttpRequest& req, kube::Responder& out, const PodRuntime& pod,
                const std::string& container, Registry& registry, Rest& rest);
 
+// The stream subprotocol of a WebSocket upgrade to /exec or /attach: v5.channel.k8s.io, else
+// v4.channel.k8s.io; "" when `req` is no upgrade or offers neither.
+std::string kubeletStreamProtocol(const kube::HttpRequest& req);
+// The 400 answer's text when kubeletStreamProtocol() is "".
+inline constexpr const char* kKubeletStreamUpgradeError =
+    "unable to upgrade connection: this kubelet speaks WebSocket with v5.channel.k8s.io or "
+    "v4.channel.k8s.io only";
+// True when query parameter `a` or `b` (null: not asked) is 1, true or True.
+bool kubeletQueryFlag(const kube::HttpRequest& req, const char* a, const char* b = nullptr);
+
 // The environment and files a container of `pod` sees: spec env/envFrom (ConfigMap and
 // Secret references resolved through `rest`), HOSTNAME, KUBERNETES_SERVICE_*; ConfigMap and
 // Secret volumes at their mount paths, /etc/hostname.

@@ -48,15 +48,6 @@ void text(Responder& out, int code, const std::string& body) {
   out.respond(std::move(r));
 }
 
-bool truthy(const HttpRequest& req, const char* a, const char* b = nullptr) {
-  for (const char* k : {a, b}) {
-    if (!k) continue;
-    std::string v = req.queryParam(k);
-    if (v == "1" || v == "true" || v == "True") return true;
-  }
-  return false;
-}
-
 std::string readFrom(const std::string& path, uint64_t offset) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return {};
@@ -130,8 +121,8 @@ std::string execStatus(int exitCode, const std::vector<std::string>& argv) {
 void serveProcessLogs(const HttpRequest& req, Responder& out, const PodRuntime& pod,
                       const std::string& container, SimulatedKubelets& kubelets,
                       const ContainerProcesses& processes) {
-  const bool follow = truthy(req, "follow");
-  const bool previous = truthy(req, "previous");
+  const bool follow = kubeletQueryFlag(req, "follow");
+  const bool previous = kubeletQueryFlag(req, "previous");
   std::optional<int64_t> tail, limit;
   try {
     if (req.hasQuery("tailLines")) tail = std::stoll(req.queryParam("tailLines"));
@@ -140,7 +131,7 @@ void serveProcessLogs(const HttpRequest& req, Responder& out, const PodRuntime& 
     return text(out, 400, "tailLines and limitBytes must be integers");
   }
   LineOptions lineOpts;
-  lineOpts.timestamps = truthy(req, "timestamps");
+  lineOpts.timestamps = kubeletQueryFlag(req, "timestamps");
   if (req.hasQuery("sinceTime")) {
     lineOpts.since = parseRfc3339(req.queryParam("sinceTime"));
     if (!lineOpts.since) return text(out, 400, "sinceTime must be an RFC 3339 time");
@@ -219,24 +210,14 @@ void serveProcessExec(const HttpRequest& req, Responder& out, const PodRuntime& 
                       Registry& registry, Rest& rest) {
   std::vector<std::string> argv = req.queryAll("command");
   if (argv.empty()) return text(out, 400, "you must specify at least one command for the container");
-  std::string offered = req.header("sec-websocket-protocol");
-  std::string proto;
-  for (const char* p : {"v5.channel.k8s.io", "v4.channel.k8s.io"}) {
-    if (offered.find(p) != std::string::npos) {
-      proto = p;
-      break;
-    }
-  }
-  if (req.header("upgrade").empty() || proto.empty()) {
-    return text(out, 400, "unable to upgrade connection: this kubelet speaks WebSocket with "
-                          "v5.channel.k8s.io or v4.channel.k8s.io only");
-  }
+  const std::string proto = kubeletStreamProtocol(req);
+  if (proto.empty()) return text(out, 400, kKubeletStreamUpgradeError);
   auto sb = processes.sandbox(pod.ns, pod.name, container);
   if (!sb) return text(out, 400, "container " + container + " is not running");
-  const bool wantIn = truthy(req, "input", "stdin");
-  const bool wantOut = truthy(req, "output", "stdout");
-  const bool wantErr = truthy(req, "error", "stderr");
-  const bool tty = truthy(req, "tty");
+  const bool wantIn = kubeletQueryFlag(req, "input", "stdin");
+  const bool wantOut = kubeletQueryFlag(req, "output", "stdout");
+  const bool wantErr = kubeletQueryFlag(req, "error", "stderr");
+  const bool tty = kubeletQueryFlag(req, "tty");
 
   LaunchSpec ls;
   ls.argv = argv;
