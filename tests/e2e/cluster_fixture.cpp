@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -294,6 +295,17 @@ std::string straitBinary() {
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   fs::path bin = self.parent_path() / "strait";
   return !ec && access(bin.c_str(), X_OK) == 0 ? bin.string() : std::string();
+}
+
+std::vector<int> tickNumbers(const std::string& text) {
+  std::vector<int> out;
+  std::regex line(R"(^tick (\d+)\r?$)");
+  std::stringstream ss(text);
+  for (std::string l; std::getline(ss, l);) {
+    std::smatch m;
+    if (std::regex_match(l, m, line)) out.push_back(std::stoi(m[1]));
+  }
+  return out;
 }
 
 std::string processRuntimeUnavailable() {

@@ -96,6 +96,9 @@ class BackgroundProcess {
 bool waitFor(const std::function<bool()>& condition, std::chrono::milliseconds deadline,
              std::chrono::milliseconds interval = 50ms);
 
+// The numbers N of the lines "tick N" (a trailing \r allowed) in `text`, in order.
+std::vector<int> tickNumbers(const std::string& text);
+
 // Reads a whole file; empty if it does not exist.
 std::string readFile(const std::string& path);
 // Writes a file (truncating); false on error.

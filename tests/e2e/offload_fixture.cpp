@@ -170,4 +170,24 @@ std::string OffloadSuite::agentLogs() {
   return out;
 }
 
+void ProcessOffloadSuite::SetUpTestSuite() {
+  if (::geteuid() != 0) return;
+  OffloadSetup s;
+  s.homeArgs = {"--nodes", "1"};
+  s.cloudArgs = {"--runtime", "process", "--nodes", "1"};
+  s.peerArgs = {"--cpu", "4", "--memory", "8Gi", "--pods", "20"};
+  s.namespaces = {"demo"};
+  startAll(s);
+}
+
+void ProcessOffloadSuite::SetUp() {
+  if (::geteuid() != 0) GTEST_SKIP() << "the provider's process runtime needs root";
+  OffloadSuite::SetUp();
+}
+
+std::string ProcessOffloadSuite::diagnostics() {
+  return "\n" + kubectl(*home_, {"get", "pods", "-A", "-o", "wide"}).out +
+         kubectl(*cloud_, {"get", "pods", "-A", "-o", "wide"}).out + agentLogs();
+}
+
 }  // namespace strait::e2e

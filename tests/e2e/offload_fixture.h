@@ -88,4 +88,19 @@ class OffloadSuite : public ::testing::Test {
   int kubectlCalls_ = 0;
 };
 
+// An OffloadSuite whose provider ("cloud") runs Pods as real processes (`--runtime
+// process`): one node in each cluster, a peering of 4 CPUs, 8Gi and 20 Pods, and namespace
+// demo offloaded. The process runtime needs root: without it the suite starts nothing and
+// every test is skipped.
+class ProcessOffloadSuite : public OffloadSuite {
+ public:
+  static void SetUpTestSuite();
+  static void TearDownTestSuite() { stopAll(); }
+
+ protected:
+  void SetUp() override;
+  // Both clusters' Pods and the agents' logs, for failure messages.
+  std::string diagnostics();
+};
+
 }  // namespace strait::e2e

@@ -31,36 +31,8 @@ using namespace std::chrono_literals;
 
 const char* kAgnhost = "registry.k8s.io/e2e-test-images/agnhost:2.52";
 
-std::vector<int> ticks(const std::string& text) {
-  std::vector<int> out;
-  std::regex line(R"(^tick (\d+)\r?$)");
-  std::stringstream ss(text);
-  for (std::string l; std::getline(ss, l);) {
-    std::smatch m;
-    if (std::regex_match(l, m, line)) out.push_back(std::stoi(m[1]));
-  }
-  return out;
-}
-
-class OffloadKubeletStreamTest : public OffloadSuite {
- public:
-  static void SetUpTestSuite() {
-    if (::geteuid() != 0) return;
-    OffloadSetup s;
-    s.homeArgs = {"--nodes", "1"};
-    s.cloudArgs = {"--runtime", "process", "--nodes", "1"};
-    s.peerArgs = {"--cpu", "4", "--memory", "8Gi", "--pods", "20"};
-    s.namespaces = {"demo"};
-    startAll(s);
-  }
-  static void TearDownTestSuite() { stopAll(); }
-
+class OffloadKubeletStreamTest : public ProcessOffloadSuite {
  protected:
-  void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "the provider's process runtime needs root";
-    OffloadSuite::SetUp();
-  }
-
   // A Pod of the consumer's namespace demo bound to the virtual node.
   static json offloaded(const std::string& name, json container) {
     container["resources"] = {{"requests", {{"cpu", "100m"}, {"memory", "32Mi"}}}};
@@ -78,10 +50,6 @@ class OffloadKubeletStreamTest : public OffloadSuite {
   bool runningAtHome(const std::string& pod) {
     return kubectl(*home_, {"get", "pod", pod, "-n", "demo", "-o", "jsonpath={.status.phase}"})
                .out == "Running";
-  }
-  std::string diagnostics() {
-    return "\n" + kubectl(*home_, {"get", "pods", "-A", "-o", "wide"}).out +
-           kubectl(*cloud_, {"get", "pods", "-A", "-o", "wide"}).out + agentLogs();
   }
   // kubectl against home with a time limit (attach runs until the container ends).
   CommandResult kubectlFor(std::chrono::milliseconds timeout, const std::vector<std::string>& args,
@@ -102,17 +70,7 @@ class OffloadKubeletStreamTest : public OffloadSuite {
     json secret = getJson(*home_, {"get", "secret", "-n", "strait-system",
                                    peering::credentialSecretName(providerId)});
     if (!secret.is_object()) return nullptr;
-    std::map<std::string, std::string> data;
-    for (auto& [k, v] : secret["data"].items()) {
-      auto d = peering::base64Decode(v.get<std::string>(), k);
-      if (d.ok()) data[k] = *d;
-    }
-    peering::ClientConfig cc;
-    cc.endpoint = data["endpoint"];
-    cc.serverCaPem = data["ca.crt"];
-    cc.serverName = peering::agentServerName(providerId);
-    cc.clientCert = {data["tls.crt"], data["tls.key"]};
-    auto rpc = peering::makeRpcClient(cc);
+    auto rpc = peering::makeRpcClient(credentialClientConfig(decodeSecretData(secret), providerId));
     if (!rpc.ok()) return nullptr;
     rpc_ = std::move(*rpc);
     return rpc_->kubelet();
@@ -129,7 +87,7 @@ TEST_F(OffloadKubeletStreamTest, AttachThroughTheVirtualNodeShowsOutputAndDelive
   int before = 0;
   ASSERT_TRUE(waitFor(
       [&] {
-        auto seen = ticks(kubectl(*home_, {"logs", "-n", "demo", "ticker"}).out);
+        auto seen = tickNumbers(kubectl(*home_, {"logs", "-n", "demo", "ticker"}).out);
         before = seen.empty() ? 0 : seen.back();
         return runningAtHome("ticker") && before >= 5;
       },
@@ -137,7 +95,7 @@ TEST_F(OffloadKubeletStreamTest, AttachThroughTheVirtualNodeShowsOutputAndDelive
       << diagnostics();
   CommandResult a = kubectlFor(4s, {"attach", "-n", "demo", "ticker"});
   EXPECT_TRUE(a.timedOut) << a.describe();
-  std::vector<int> attached = ticks(a.out);
+  std::vector<int> attached = tickNumbers(a.out);
   ASSERT_GE(attached.size(), 3u) << a.describe() << diagnostics();
   EXPECT_GT(attached.front(), before) << "attach replayed old output:\n" << a.out;
 

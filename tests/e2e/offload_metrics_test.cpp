@@ -34,29 +34,7 @@ int cpuOf(const std::string& out, const std::string& name, bool withNamespace) {
   return -1;
 }
 
-class OffloadMetricsTest : public OffloadSuite {
- public:
-  static void SetUpTestSuite() {
-    if (::geteuid() != 0) return;
-    OffloadSetup s;
-    s.homeArgs = {"--nodes", "1"};
-    s.cloudArgs = {"--runtime", "process", "--nodes", "1"};
-    s.peerArgs = {"--cpu", "4", "--memory", "8Gi", "--pods", "20"};
-    s.namespaces = {"demo"};
-    startAll(s);
-  }
-  static void TearDownTestSuite() { stopAll(); }
-
- protected:
-  void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "the provider's process runtime needs root";
-    OffloadSuite::SetUp();
-  }
-  std::string diagnostics() {
-    return "\n" + kubectl(*home_, {"get", "pods", "-A", "-o", "wide"}).out +
-           kubectl(*cloud_, {"get", "pods", "-A", "-o", "wide"}).out + agentLogs();
-  }
-};
+class OffloadMetricsTest : public ProcessOffloadSuite {};
 
 TEST_F(OffloadMetricsTest, KubectlTopInTheConsumerShowsTheOffloadedPodsRealUsage) {
   json pod = {{"apiVersion", "v1"},

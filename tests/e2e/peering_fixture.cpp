@@ -4,7 +4,34 @@
 
 #include <sstream>
 
+#include "peering/encoding.h"
+#include "peering/names.h"
+
 namespace strait::e2e {
+
+std::map<std::string, std::string> decodeSecretData(const nlohmann::json& secret) {
+  std::map<std::string, std::string> data;
+  if (!secret.is_object() || !secret.contains("data")) return data;
+  for (auto& [k, v] : secret["data"].items()) {
+    auto d = peering::base64Decode(v.get<std::string>(), k);
+    if (d.ok()) data[k] = *d;
+  }
+  return data;
+}
+
+peering::ClientConfig credentialClientConfig(const std::map<std::string, std::string>& data,
+                                             const std::string& providerId) {
+  auto field = [&](const char* key) {
+    auto it = data.find(key);
+    return it == data.end() ? std::string() : it->second;
+  };
+  peering::ClientConfig cc;
+  cc.endpoint = field("endpoint");
+  cc.serverCaPem = field("ca.crt");
+  cc.serverName = peering::agentServerName(providerId);
+  cc.clientCert = {field("tls.crt"), field("tls.key")};
+  return cc;
+}
 
 std::string AgentProcess::start(const std::string& kubeconfig, const std::string& clusterName,
                                 const std::vector<std::string>& extraArgs,

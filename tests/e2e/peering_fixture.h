@@ -5,6 +5,7 @@
 //
 // Not thread-safe: call from the test thread only.
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,8 +13,16 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e/cluster_fixture.h"
+#include "peering/transport.h"
 
 namespace strait::e2e {
+
+// The "data" of a Secret, base64-decoded; entries that do not decode are left out.
+std::map<std::string, std::string> decodeSecretData(const nlohmann::json& secret);
+// How a consumer dials the agent of the provider `providerId` with the decoded data of its
+// credential Secret (endpoint, ca.crt, tls.crt, tls.key).
+peering::ClientConfig credentialClientConfig(const std::map<std::string, std::string>& data,
+                                             const std::string& providerId);
 
 // One `strait agent` process for a cluster.
 class AgentProcess {

@@ -6,8 +6,8 @@
 // (v4.channel.k8s.io) reaches the Pod too. With the simulated runtime, kubectl prints that
 // port-forward needs the process runtime.
 //
-// The process-runtime tests are skipped (with the reason) when not root, when `ip netns` is
-// unusable or curl is missing.
+// The process-runtime tests are skipped (with the reason) when the process runtime cannot run
+// here (processRuntimeUnavailable(): not root, no usable `ip netns`, nft, dnsmasq or curl).
 
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
@@ -31,14 +31,6 @@ using json = nlohmann::json;
 const char* kKubectl = "/usr/bin/kubectl";
 // netexec's /shell printing 3 MB of base64 (4 MB) in its JSON answer.
 const char* kBigAnswer = "/shell?cmd=head%20-c%203000000%20/dev/zero%20%7C%20base64%20-w0";
-
-std::string whyNotRunnable() {
-  if (::geteuid() != 0) return "the process runtime needs root";
-  if (runCommand({"ip", "netns", "list"}).exitCode != 0) return "`ip netns` is not usable here";
-  if (::access("/usr/bin/curl", X_OK) != 0) return "curl is not installed (scripts/install-deps.sh)";
-  if (straitBinary().empty()) return "no strait binary";
-  return {};
-}
 
 std::string agnhostPod(const std::string& name) {
   return json{{"apiVersion", "v1"},
@@ -84,7 +76,7 @@ std::string httpGet(int fd, const std::string& path) {
 class PortForwardE2eTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!whyNotRunnable().empty()) return;
+    if (!processRuntimeUnavailable().empty()) return;
     cluster_ = new Minicluster();
     startError_ = cluster_->start("pf-e2e", 90s, {"--runtime", "process", "--nodes", "1"});
   }
@@ -94,7 +86,7 @@ class PortForwardE2eTest : public ::testing::Test {
   }
 
   void SetUp() override {
-    if (std::string why = whyNotRunnable(); !why.empty()) GTEST_SKIP() << why;
+    if (std::string why = processRuntimeUnavailable(); !why.empty()) GTEST_SKIP() << why;
     ASSERT_EQ(startError_, "") << startError_;
     home_ = std::make_unique<TempDir>("strait-pf-home");
   }

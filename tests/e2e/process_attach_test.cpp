@@ -6,7 +6,8 @@
 // simulated runtime, attach fails with a clear message. A container with `tty: true` runs on
 // a terminal, which attach reaches the same way.
 //
-// Skipped (with the reason) when not root or when `ip netns` is unusable.
+// Skipped (with the reason) when the process runtime cannot run here
+// (processRuntimeUnavailable()).
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -22,25 +23,6 @@ namespace {
 
 using json = nlohmann::json;
 using namespace std::chrono_literals;
-
-std::string whyNotRunnable() {
-  if (::geteuid() != 0) return "the process runtime needs root";
-  if (runCommand({"ip", "netns", "list"}).exitCode != 0) return "`ip netns` is not usable here";
-  if (straitBinary().empty()) return "no strait binary";
-  return {};
-}
-
-// The numbers N of the lines "tick N" in `text`.
-std::vector<int> ticks(const std::string& text) {
-  std::vector<int> out;
-  std::regex line(R"(^tick (\d+)\r?$)");
-  std::stringstream ss(text);
-  for (std::string l; std::getline(ss, l);) {
-    std::smatch m;
-    if (std::regex_match(l, m, line)) out.push_back(std::stoi(m[1]));
-  }
-  return out;
-}
 
 json shellPod(const std::string& name, const std::string& script) {
   return {{"apiVersion", "v1"},
@@ -78,7 +60,7 @@ class ProcessAttachTest : public ::testing::Test {
 };
 
 TEST_F(ProcessAttachTest, AttachShowsNewOutputAndDeliversStdinToACatLikeContainer) {
-  if (std::string why = whyNotRunnable(); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = processRuntimeUnavailable(); !why.empty()) GTEST_SKIP() << why;
   Minicluster c;
   std::string err = c.start("attach-p", 90s, {"--runtime", "process", "--nodes", "1"});
   ASSERT_EQ(err, "") << err;
@@ -89,7 +71,7 @@ TEST_F(ProcessAttachTest, AttachShowsNewOutputAndDeliversStdinToACatLikeContaine
   int before = 0;
   ASSERT_TRUE(waitFor(
       [&] {
-        auto seen = ticks(kubectl(c, {"logs", "ticker"}).out);
+        auto seen = tickNumbers(kubectl(c, {"logs", "ticker"}).out);
         before = seen.empty() ? 0 : seen.back();
         return before >= 5;
       },
@@ -97,7 +79,7 @@ TEST_F(ProcessAttachTest, AttachShowsNewOutputAndDeliversStdinToACatLikeContaine
       << kubectl(c, {"get", "pods", "-o", "wide"}).out << c.serverLog();
   CommandResult a = kubectl(c, {"attach", "ticker"}, "", 3s);
   EXPECT_TRUE(a.timedOut) << a.describe();
-  std::vector<int> attached = ticks(a.out);
+  std::vector<int> attached = tickNumbers(a.out);
   ASSERT_GE(attached.size(), 3u) << a.describe();
   EXPECT_GT(attached.front(), before) << "attach replayed old output:\n" << a.out;
   for (size_t i = 1; i < attached.size(); ++i) EXPECT_EQ(attached[i], attached[i - 1] + 1);

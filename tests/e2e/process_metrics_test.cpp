@@ -5,7 +5,8 @@
 // memory controller is usable, and elsewhere the Node says plainly that limits are not
 // enforced.
 //
-// Skipped (with the reason) when not root or when `ip netns` is unusable.
+// Skipped (with the reason) when the process runtime cannot run here
+// (processRuntimeUnavailable()).
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -22,13 +23,6 @@ namespace {
 using json = nlohmann::json;
 
 const char* kLimitsAnnotation = "minicluster.strait.io/resource-limits";
-
-std::string whyNotRunnable() {
-  if (::geteuid() != 0) return "the process runtime needs root";
-  if (runCommand({"ip", "netns", "list"}).exitCode != 0) return "`ip netns` is not usable here";
-  if (straitBinary().empty()) return "no strait binary";
-  return {};
-}
 
 // `kubectl top` output: NAME (or NAMESPACE NAME) -> CPU in millicores.
 std::map<std::string, int> topCpu(const std::string& out, bool withNamespace) {
@@ -61,7 +55,7 @@ json shellPod(const std::string& name, const std::string& script, json resources
 class ProcessMetricsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (std::string why = whyNotRunnable(); !why.empty()) GTEST_SKIP() << why;
+    if (std::string why = processRuntimeUnavailable(); !why.empty()) GTEST_SKIP() << why;
     home_ = std::make_unique<TempDir>("strait-procmet-home");
   }
 

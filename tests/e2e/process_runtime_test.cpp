@@ -4,7 +4,8 @@
 // clusters with the same pod CIDR run side by side; stopping, and kill -9 followed by a
 // restart or `--cleanup`, leave no namespace, link or process behind.
 //
-// Skipped (with the reason) when not root, when `ip netns` is unusable or curl is missing.
+// Skipped (with the reason) when the process runtime cannot run here
+// (processRuntimeUnavailable(): not root, no usable `ip netns`, nft, dnsmasq or curl).
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -29,14 +30,6 @@ using ::testing::HasSubstr;
 using json = nlohmann::json;
 
 const char* kAgnhost = "registry.k8s.io/e2e-test-images/agnhost:2.52";
-
-std::string whyNotRunnable() {
-  if (::geteuid() != 0) return "the process runtime needs root";
-  if (runCommand({"ip", "netns", "list"}).exitCode != 0) return "`ip netns` is not usable here";
-  if (::access("/usr/bin/curl", X_OK) != 0) return "curl is not installed (scripts/install-deps.sh)";
-  if (straitBinary().empty()) return "no strait binary";
-  return {};
-}
 
 // What a cluster leaves on the machine, counting only its own things (other tests may make
 // network namespaces at the same time): its namespaces (their names carry "-<cluster>-"),
@@ -90,7 +83,7 @@ Footprint footprint(const std::vector<std::string>& clusters) {
 class ProcessRuntimeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (std::string why = whyNotRunnable(); !why.empty()) GTEST_SKIP() << why;
+    if (std::string why = processRuntimeUnavailable(); !why.empty()) GTEST_SKIP() << why;
     home_ = std::make_unique<TempDir>("strait-procrt-home");
   }
 

@@ -69,19 +69,10 @@ struct SuiteState {
     auto secret = home->get(res::kSecrets, "strait-system",
                             peering::credentialSecretName(providerId));
     if (!secret.ok()) return nullptr;
-    std::map<std::string, std::string> data;
-    for (auto& [k, v] : (*secret)["data"].items()) {
-      auto d = peering::base64Decode(v.get<std::string>(), k);
-      if (d.ok()) data[k] = *d;
-    }
+    std::map<std::string, std::string> data = decodeSecretData(*secret);
     std::lock_guard<std::mutex> lock(mu);
     if (data["tls.crt"] == certPem && kubelet) return kubelet;
-    peering::ClientConfig cc;
-    cc.endpoint = data["endpoint"];
-    cc.serverCaPem = data["ca.crt"];
-    cc.serverName = peering::agentServerName(providerId);
-    cc.clientCert = {data["tls.crt"], data["tls.key"]};
-    auto rpc = peering::makeRpcClient(cc);
+    auto rpc = peering::makeRpcClient(credentialClientConfig(data, providerId));
     if (!rpc.ok()) return nullptr;
     certPem = data["tls.crt"];
     kubelet = (*rpc)->kubelet();
