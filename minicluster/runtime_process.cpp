@@ -236,6 +236,7 @@ void ProcessKubeletsImpl::postNodeStatus(const Node& n) {
 }
 void ProcessKubeletsImpl::tickPod(ProcPod& p) {
   auto now = Steady::now();
+  pollNetwork(p);
   if (p.sandboxRetryAt && now >= *p.sandboxRetryAt && p.sim.stage == PodStage::Creating) {
     createSandbox(p);
   }
@@ -335,7 +336,8 @@ void ProcessKubeletsImpl::run() {
     return;
   }
   while (!stopping_) {
-    auto ev = (*w)->next(200ms);
+    // While Pod networks are being made, come back soon to start their containers.
+    auto ev = (*w)->next(networkPending() ? 5ms : 200ms);
     if ((*w)->ended()) {
       spdlog::warn("event=kubelets_watch_ended action=rewatch");
       auto again = store_.watch("/core/pods/", store_.revision());
@@ -350,6 +352,9 @@ void ProcessKubeletsImpl::run() {
     }
     if (ev) handle(**ev);
     tick();
+  }
+  for (auto& [key, p] : pods_) {
+    if (p.network.valid()) p.network.wait();  // made before the network is torn down
   }
   shutdownContainers();
 }

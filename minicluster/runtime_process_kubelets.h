@@ -149,6 +149,7 @@ struct ProcPod {
   Steady::time_point nextVolumeSync;
   std::optional<Steady::time_point> killAt;  // terminating: SIGKILL then
   std::optional<Steady::time_point> sandboxRetryAt;
+  std::future<kube::Result<std::string>> network;  // the Pod's namespace being made
   bool dirty = false;
 };
 
@@ -239,6 +240,11 @@ class ProcessKubeletsImpl : public ProcessKubelets {
   void addPod(const std::string& key, json obj, Node& node, bool terminal);
 
   void createSandbox(ProcPod& p);
+  // The rest of createSandbox once the Pod's network namespace exists at `path`.
+  void finishSandbox(ProcPod& p, const std::string& path);
+  // Finishes (or fails) the sandbox whose network was being made, once it is done.
+  void pollNetwork(ProcPod& p);
+  bool networkPending() const;
 
   void failSandbox(ProcPod& p, const std::string& why);
 
@@ -377,6 +383,8 @@ class ProcessKubeletsImpl : public ProcessKubelets {
   std::map<std::string, ProcPod> pods_;
 
   // Loop thread only.
+  int networksInFlight_ = 0;  // Pod networks being made off the loop thread
+  static constexpr int kMaxNetworksInFlight = 8;
   Steady::time_point nextLease_, nextStatus_;
   std::vector<std::pair<std::string, std::string>> lastEnv_;  // of the last launch()
   std::shared_ptr<ContainerStdin> lastStdin_;  // of the last launch()

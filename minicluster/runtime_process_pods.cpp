@@ -111,14 +111,40 @@ void ProcessKubeletsImpl::createSandbox(ProcPod& p) {
   } else if (p.sim.podIP.empty()) {
     failSandbox(p, "no free address in the podCIDR of node " + p.sim.node);
     return;
-  } else {
-    auto ns = network_.addPod(p.sim.node, p.sim.uid, p.sim.podIP);
-    if (!ns) {
-      failSandbox(p, ns.error().message);
+  } else if (!p.network.valid()) {
+    // The Pod's namespace and veth take a few `ip` runs: made off the loop thread, several
+    // Pods at once, and picked up by finishSandbox() on a later tick.
+    if (networksInFlight_ >= kMaxNetworksInFlight) {
+      p.sandboxRetryAt = Steady::now();
       return;
     }
-    path = ClusterNetwork::netnsPath(*ns);
+    ++networksInFlight_;
+    p.network = std::async(std::launch::async, [this, node = p.sim.node, uid = p.sim.uid,
+                                                ip = p.sim.podIP] {
+      return network_.addPod(node, uid, ip);
+    });
+    return;
+  } else {
+    return;  // in flight
   }
+  finishSandbox(p, path);
+}
+
+bool ProcessKubeletsImpl::networkPending() const { return networksInFlight_ > 0; }
+
+void ProcessKubeletsImpl::pollNetwork(ProcPod& p) {
+  if (!p.network.valid() || p.network.wait_for(0ms) != std::future_status::ready) return;
+  --networksInFlight_;
+  auto ns = p.network.get();
+  if (p.sim.stage != PodStage::Creating) return;  // deleted meanwhile: forgetPod removes it
+  if (!ns) {
+    failSandbox(p, ns.error().message);
+    return;
+  }
+  finishSandbox(p, ClusterNetwork::netnsPath(*ns));
+}
+
+void ProcessKubeletsImpl::finishSandbox(ProcPod& p, const std::string& path) {
   std::error_code ec;
   fs::create_directories(p.logDir, ec);
   std::vector<std::pair<std::string, std::string>> binds = podFiles(p);
@@ -440,6 +466,10 @@ void ProcessKubeletsImpl::forgetPod(const std::string& key) {
   auto it = pods_.find(key);
   if (it == pods_.end()) return;
   ProcPod& p = it->second;
+  if (p.network.valid()) {  // let the namespace be made before it is removed
+    p.network.wait();
+    --networksInFlight_;
+  }
   killAll(p);
   p.volumes.tearDown();
   std::error_code ec;
