@@ -7,7 +7,8 @@
 // postStart and preStop hooks (the preStop hook runs before SIGTERM), and
 // `kubectl logs --timestamps / --since-time`.
 //
-// Skipped (with the reason) when not root, when `ip netns` is unusable or curl is missing.
+// Skipped (with the reason) when the process runtime cannot run here
+// (processRuntimeUnavailable(): not root, no usable `ip netns`, nft, dnsmasq or curl).
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -25,18 +26,10 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using json = nlohmann::json;
 
-std::string whyNotRunnable() {
-  if (::geteuid() != 0) return "the process runtime needs root";
-  if (runCommand({"ip", "netns", "list"}).exitCode != 0) return "`ip netns` is not usable here";
-  if (::access("/usr/bin/curl", X_OK) != 0) return "curl is not installed (scripts/install-deps.sh)";
-  if (straitBinary().empty()) return "no strait binary";
-  return {};
-}
-
 class ProcessRuntimePodSetupTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (std::string why = whyNotRunnable(); !why.empty()) GTEST_SKIP() << why;
+    if (std::string why = processRuntimeUnavailable(); !why.empty()) GTEST_SKIP() << why;
     home_ = std::make_unique<TempDir>("strait-podsetup-home");
     std::string err = cluster_.start("podsetup", 90s,
                                      {"--runtime", "process", "--nodes", "1",
