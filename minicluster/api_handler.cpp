@@ -89,6 +89,19 @@ void ApiHandler::dispatch(const HttpRequest& req, Responder& out) {
     reply(out, 401, statusBody(makeError(Code::Unauthorized, "Unauthorized")));
     return;
   }
+  if (path == "/openapi/v2") {
+    // JSON only: a client asking for the protobuf form alone is told so (406).
+    auto accept = req.headers.find("accept");
+    if (accept != req.headers.end() && accept->second.find("json") == std::string::npos &&
+        accept->second.find("*/*") == std::string::npos && !accept->second.empty()) {
+      reply(out, 406, statusBody(makeError(Code::NotAcceptable,
+                                           "only application/json is served for /openapi/v2")));
+      return;
+    }
+    reply(out, 200, registry_.openApiV2Document().dump(-1, ' ', false,
+                                                       nlohmann::json::error_handler_t::replace));
+    return;
+  }
   if (path == "/openapi/v3" || path == "/openapi/v3/") {
     reply(out, 200, registry_.openApiIndex().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return;

@@ -588,6 +588,98 @@ json openApiDocumentFor(const std::string& group, const std::string& version,
               {"components", {{"schemas", schemas}}}};
 }
 
+namespace {
+
+// "#/components/schemas/X" -> "#/definitions/X" everywhere in `j`.
+void v2Refs(json& j) {
+  static const std::string from = "#/components/schemas/";
+  if (j.is_object()) {
+    for (auto& [k, v] : j.items()) {
+      if (k == "$ref" && v.is_string() && v.get<std::string>().rfind(from, 0) == 0) {
+        v = "#/definitions/" + v.get<std::string>().substr(from.size());
+      } else {
+        v2Refs(v);
+      }
+    }
+  } else if (j.is_array()) {
+    for (auto& v : j) v2Refs(v);
+  }
+}
+
+// An OpenAPI 3 operation in Swagger 2.0 form: parameter schemas inlined, the request body as
+// a "body" parameter, response content as a response schema.
+json v2Operation(const json& op) {
+  json out = op;
+  json params = json::array();
+  for (const auto& p : op.value("parameters", json::array())) {
+    json q = p;
+    if (q.contains("schema")) {
+      for (auto& [k, v] : q["schema"].items()) q[k] = v;
+      q.erase("schema");
+    }
+    params.push_back(std::move(q));
+  }
+  if (op.contains("requestBody")) {
+    const json& content = op["requestBody"].value("content", json::object());
+    json schema = json::object();
+    if (!content.empty()) schema = content.begin()->value("schema", json::object());
+    params.push_back({{"name", "body"}, {"in", "body"}, {"required", true}, {"schema", schema}});
+    json consumes = json::array();
+    for (auto& [type, v] : content.items()) consumes.push_back(type);
+    out["consumes"] = consumes;
+    out.erase("requestBody");
+  }
+  out["parameters"] = std::move(params);
+  json responses = json::object();
+  const json opResponses = op.value("responses", json::object());
+  for (auto& [code, r] : opResponses.items()) {
+    json v2 = {{"description", r.value("description", "")}};
+    const json& content = r.value("content", json::object());
+    if (!content.empty()) v2["schema"] = content.begin()->value("schema", json::object());
+    responses[code] = std::move(v2);
+  }
+  out["responses"] = std::move(responses);
+  return out;
+}
+
+}  // namespace
+
+json openApiV2From(const std::vector<json>& v3Documents) {
+  json definitions = json::object();
+  json paths = json::object();
+  for (const auto& doc : v3Documents) {
+    for (auto& [name, schema] : doc["components"]["schemas"].items()) definitions[name] = schema;
+    for (auto& [path, item] : doc["paths"].items()) {
+      json v2 = json::object();
+      for (auto& [key, value] : item.items()) {
+        if (key == "parameters") {
+          json params = json::array();
+          for (const auto& p : value) {
+            json q = p;
+            if (q.contains("schema")) {
+              for (auto& [k, v] : q["schema"].items()) q[k] = v;
+              q.erase("schema");
+            }
+            params.push_back(std::move(q));
+          }
+          v2[key] = std::move(params);
+        } else if (value.is_object()) {
+          v2[key] = v2Operation(value);
+        } else {
+          v2[key] = value;
+        }
+      }
+      paths[path] = std::move(v2);
+    }
+  }
+  json out = {{"swagger", "2.0"},
+              {"info", {{"title", "Kubernetes"}, {"version", "v1.32.0"}}},
+              {"paths", std::move(paths)},
+              {"definitions", std::move(definitions)}};
+  v2Refs(out);
+  return out;
+}
+
 std::string openApiHash(const json& doc) {
   const std::string text = doc.dump();
   unsigned char digest[EVP_MAX_MD_SIZE];

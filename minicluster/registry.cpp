@@ -638,6 +638,15 @@ std::optional<json> Registry::openApiDocument(const std::string& groupVersionPat
   return it->second.first;
 }
 
+json Registry::openApiV2Document() const {
+  std::vector<json> docs;
+  const json index = openApiIndex();
+  for (auto& [path, ref] : index["paths"].items()) {
+    if (auto doc = openApiDocument(path)) docs.push_back(std::move(*doc));
+  }
+  return detail::openApiV2From(docs);
+}
+
 // --- Tables and field selectors ---
 
 json Registry::toTable(const ResourceInfo& info, const std::vector<json>& objects,

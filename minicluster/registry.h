@@ -77,6 +77,8 @@ class Registry {
   // a fieldValidation parameter).
   json openApiIndex() const;
   std::optional<json> openApiDocument(const std::string& groupVersionPath) const;
+  // /openapi/v2: every group-version's paths and schemas in one Swagger 2.0 document.
+  json openApiV2Document() const;
 
   // Table conversion (meta.k8s.io/v1 Table) with the upstream columns; `objects` are full
   // objects; each row carries cells and a PartialObjectMetadata `object` (or the full

@@ -30,5 +30,8 @@ json openApiDocumentFor(const std::string& group, const std::string& version,
                         const std::vector<ResourceInfoPtr>& resources,
                         const std::map<std::string, json>& crdSchemas);
 std::string openApiHash(const json& doc);
+// The Swagger 2.0 document (/openapi/v2) holding every path and schema of the OpenAPI 3
+// documents given (one per group-version).
+json openApiV2From(const std::vector<json>& v3Documents);
 
 }  // namespace strait::minicluster::detail

@@ -265,5 +265,29 @@ TEST_F(RbacTest, OpenApiDocumentDescribesTheKinds) {
   EXPECT_TRUE(fieldValidation);
 }
 
+TEST_F(RbacTest, OpenApiV2HasEveryKind) {
+  json doc = registry_->openApiV2Document();
+  EXPECT_EQ(doc["swagger"], "2.0");
+  const json& defs = doc["definitions"];
+  for (const char* name : {"io.k8s.api.rbac.v1.Role", "io.k8s.api.rbac.v1.ClusterRoleBinding",
+                           "io.k8s.api.core.v1.Pod", "io.k8s.api.apps.v1.Deployment",
+                           "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}) {
+    EXPECT_TRUE(defs.contains(name)) << name;
+  }
+  EXPECT_EQ(defs["io.k8s.api.rbac.v1.Role"]["properties"]["metadata"]["allOf"][0]["$ref"],
+            "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta");
+  const json& patch =
+      doc["paths"]["/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}"]["patch"];
+  bool fieldValidation = false, body = false;
+  for (const auto& p : patch["parameters"]) {
+    if (p.value("name", "") == "fieldValidation") fieldValidation = p.value("type", "") == "string";
+    if (p.value("in", "") == "body") body = true;
+  }
+  EXPECT_TRUE(fieldValidation);
+  EXPECT_TRUE(body);
+  EXPECT_EQ(patch["responses"]["200"]["schema"]["$ref"],
+            "#/definitions/io.k8s.api.rbac.v1.ClusterRole");
+}
+
 }  // namespace
 }  // namespace strait::minicluster
