@@ -22,14 +22,19 @@ def fetch(api, pod, port, path):
                      ports=str(port))
     sock = pf.socket(port)
     sock.settimeout(20)
-    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-                 .encode())
     data = b""
-    while True:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        data += chunk
+    try:
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+                     .encode())
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except (BrokenPipeError, ConnectionResetError):
+        # A refused port: the server may close the forwarded connection before the request is
+        # written; what it said is on the error channel.
+        pass
     sock.close()
     body = data.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in data else data
     return body.decode(errors="replace"), pf.error(port)
