@@ -324,6 +324,66 @@ TEST_F(ProcessRuntimeTest, DeploymentAcrossThreeNodesAnswersCurlFromAnotherPod) 
   }
 }
 
+// `kubectl logs -f` follows a container's output as it is written, and `kubectl exec -it`
+// (kubectl on a terminal, given by script(1)) runs the command on a terminal in the Pod.
+TEST_F(ProcessRuntimeTest, LogsFollowAndExecWithATerminal) {
+  Minicluster c;
+  ASSERT_NO_FATAL_FAILURE(startCluster(c, "procrt-t", 1));
+  json ticker = {{"apiVersion", "v1"},
+                 {"kind", "Pod"},
+                 {"metadata", {{"name", "ticker"}, {"labels", {{"app", "ticker"}}}}},
+                 {"spec",
+                  {{"terminationGracePeriodSeconds", 1},
+                   {"containers",
+                    json::array({{{"name", "tick"},
+                                  {"image", "debian:12"},
+                                  {"command", {"sh", "-c",
+                                               "i=0; while true; do echo tick $i; i=$((i+1)); "
+                                               "sleep 0.2; done"}}}})}}}};
+  must(c, {"apply", "-f", "-"}, ticker.dump());
+  ASSERT_EQ(waitReady(c, "app=ticker", 1).size(), 1u);
+
+  BackgroundProcess follow;
+  std::string error;
+  ASSERT_TRUE(follow.start({"/usr/bin/kubectl", "logs", "-f", "ticker"},
+                           {{"KUBECONFIG", c.kubeconfig()},
+                            {"KUBECACHEDIR", home_->file("cache-follow")},
+                            {"HOME", home_->path()}},
+                           home_->file("follow.out"), home_->file("follow.err"), &error))
+      << error;
+  // Lines keep arriving on the one open request: a later tick than any seen at the start.
+  ASSERT_TRUE(waitFor([&] { return follow.stdoutText().find("tick 3\n") != std::string::npos; },
+                      30s))
+      << follow.stdoutText() << follow.stderrText();
+  std::string seen = follow.stdoutText();
+  size_t at = seen.rfind("tick ");
+  int last = at == std::string::npos ? 0 : std::stoi(seen.substr(at + 5));
+  ASSERT_TRUE(waitFor(
+      [&] {
+        return follow.stdoutText().find("tick " + std::to_string(last + 5) + "\n") !=
+               std::string::npos;
+      },
+      30s))
+      << follow.stdoutText();
+  EXPECT_TRUE(follow.running()) << "kubectl logs -f ended: " << follow.stderrText();
+  follow.stop();
+
+  // kubectl exec -it needs a terminal on its side: script(1) gives it one.
+  CommandResult tty = runCommand(
+      {"/usr/bin/script", "-qec",
+       "/usr/bin/kubectl exec -it ticker -- sh -c 'tty; stty size; echo on-a-terminal'",
+       "/dev/null"},
+      {{"KUBECONFIG", c.kubeconfig()},
+       {"KUBECACHEDIR", home_->file("cache-tty")},
+       {"HOME", home_->path()},
+       {"TERM", "xterm"}},
+      60s, "");
+  EXPECT_EQ(tty.exitCode, 0) << tty.describe();
+  EXPECT_THAT(tty.out, HasSubstr("/dev/pts/")) << "the command did not run on a terminal";
+  EXPECT_THAT(tty.out, HasSubstr("on-a-terminal"));
+  EXPECT_THAT(tty.out, Not(HasSubstr("not a tty")));
+}
+
 TEST_F(ProcessRuntimeTest, ExitCodesDriveRestartsAndCrashLoopBackOff) {
   Minicluster c;
   ASSERT_NO_FATAL_FAILURE(startCluster(c, "procrt-r", 1));
