@@ -37,6 +37,7 @@
 #include "proto/k8s/meta.pb.h"
 #include "proto/k8s/options.pb.h"
 #include "proto/k8s/policy.pb.h"
+#include "proto/k8s/rbac.pb.h"
 #include "proto/k8s/runtime.pb.h"
 
 namespace strait::minicluster {
@@ -87,6 +88,11 @@ const std::array kKinds = {
     KindEntry{"authentication.k8s.io/v1", "TokenRequest", &k8s::authentication::TokenRequest::descriptor},
     KindEntry{"certificates.k8s.io/v1", "CertificateSigningRequest",
               &k8s::certificates::CertificateSigningRequest::descriptor},
+    KindEntry{"rbac.authorization.k8s.io/v1", "Role", &k8s::rbac::Role::descriptor},
+    KindEntry{"rbac.authorization.k8s.io/v1", "ClusterRole", &k8s::rbac::ClusterRole::descriptor},
+    KindEntry{"rbac.authorization.k8s.io/v1", "RoleBinding", &k8s::rbac::RoleBinding::descriptor},
+    KindEntry{"rbac.authorization.k8s.io/v1", "ClusterRoleBinding",
+              &k8s::rbac::ClusterRoleBinding::descriptor},
     KindEntry{"", "DeleteOptions", &k8s::meta::DeleteOptions::descriptor},
 };
 
