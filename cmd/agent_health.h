@@ -14,10 +14,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "kube/client.h"
+#include "kube/plain_http_server.h"
 #include "kube/status.h"
 
 namespace strait::cmd {
@@ -39,7 +39,7 @@ class AgentHealth {
   kube::Status start(const std::string& host, uint16_t port);
   // Stops answering and joins the thread. Idempotent.
   void stop();
-  uint16_t port() const { return port_; }
+  uint16_t port() const;
   void setRole(Role r) { role_ = r; }
 
   // The answer to GET /readyz (`leaderOnly`: /readyz/leader): HTTP status and body. May
@@ -48,15 +48,11 @@ class AgentHealth {
 
  private:
   explicit AgentHealth(std::unique_ptr<kube::Client> client) : client_(std::move(client)) {}
-  void serve();
-  void answer(int fd);
+  kube::PlainHttpServer::Reply answer(const std::string& target);
 
   std::unique_ptr<kube::Client> client_;
   std::atomic<Role> role_{Role::Standby};
-  std::atomic<bool> stop_{false};
-  int listenFd_ = -1;
-  uint16_t port_ = 0;
-  std::thread thread_;
+  std::unique_ptr<kube::PlainHttpServer> server_;
 };
 
 }  // namespace strait::cmd
