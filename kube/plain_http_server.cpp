@@ -34,8 +34,9 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void run() {
     stream_.expires_after(kRequestTimeout);
-    http::async_read_header(stream_, buffer_, parser_,
-                            [self = shared_from_this()](error_code ec, size_t) { self->onRead(ec); });
+    http::async_read_header(
+        stream_, buffer_, parser_,
+        [self = shared_from_this()](error_code ec, size_t) { self->onRead(ec); });
   }
 
  private:

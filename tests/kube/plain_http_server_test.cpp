@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 
 namespace strait::kube {
@@ -71,13 +72,26 @@ class PlainHttpServerTest : public ::testing::Test {
     ASSERT_NE(server_.port(), 0);
   }
 
+  std::string lastMethod() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return lastMethod_;
+  }
+  std::string lastTarget() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return lastTarget_;
+  }
+
   std::atomic<int> calls_{0};
+  std::mutex mu_;
   std::string lastMethod_, lastTarget_;
   PlainHttpServer server_{"test listener",
                           [this](const std::string& method, const std::string& target) {
                             ++calls_;
-                            lastMethod_ = method;
-                            lastTarget_ = target;
+                            {
+                              std::lock_guard<std::mutex> lock(mu_);
+                              lastMethod_ = method;
+                              lastTarget_ = target;
+                            }
                             if (target.rfind("/ok", 0) == 0) {
                               return PlainHttpServer::Reply{200, "text/plain; charset=utf-8",
                                                             "all good\n"};
@@ -95,8 +109,8 @@ TEST_F(PlainHttpServerTest, GetAnswersWithTheHandlersStatusTypeAndBody) {
   EXPECT_EQ(answer,
             "HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\n"
             "Connection: close\r\nContent-Length: 9\r\n\r\nall good\n");
-  EXPECT_EQ(lastMethod_, "GET");
-  EXPECT_EQ(lastTarget_, "/ok?verbose=1");
+  EXPECT_EQ(lastMethod(), "GET");
+  EXPECT_EQ(lastTarget(), "/ok?verbose=1");
 
   std::string json = get(server_.port(), "/json");
   EXPECT_EQ(json.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << json;
@@ -109,7 +123,7 @@ TEST_F(PlainHttpServerTest, HeadGetsTheStatusAndHeadersWithoutTheBody) {
   EXPECT_EQ(answer,
             "HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\n"
             "Connection: close\r\nContent-Length: 9\r\n\r\n");
-  EXPECT_EQ(lastMethod_, "HEAD");
+  EXPECT_EQ(lastMethod(), "HEAD");
 }
 
 TEST_F(PlainHttpServerTest, TheHandlersNotFoundReachesTheClient) {
