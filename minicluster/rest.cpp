@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
+#include <random>
+#include <set>
 #include <thread>
 
 #include "kube/base64.h"
@@ -264,6 +267,75 @@ kube::Status fieldValidation(const ResourceInfo& info, const json& obj, FieldVal
 
 }  // namespace
 
+namespace {
+
+// Service creates are serialized so that two of them never take the same ClusterIP or
+// nodePort between the check and the write.
+std::mutex g_serviceAllocation;
+
+// kube-apiserver's allocators: a ClusterIP (10.96.0.0/12) and nodePorts (30000-32767) are
+// unique across Services. Values the client asked for are refused when taken, with
+// upstream's messages; values the defaults picked at random are drawn again. Pure but for
+// the store read and the random draws.
+kube::Status allocateServiceAddresses(Store& store, json& obj, const std::string& askedIp,
+                                      const std::set<int>& askedPorts) {
+  std::set<std::string> ips;
+  std::set<int> ports;
+  for (const auto& o : store.list("/core/services/").items) {
+    json svc = json::parse(o->json, nullptr, false);
+    if (!svc.is_object()) continue;
+    const json& spec = svc.value("spec", json::object());
+    if (spec.contains("clusterIP") && spec["clusterIP"].is_string()) ips.insert(spec["clusterIP"]);
+    for (const auto& p : spec.value("ports", json::array())) {
+      if (p.is_object() && p.contains("nodePort") && p["nodePort"].is_number_integer()) {
+        ports.insert(p["nodePort"].get<int>());
+      }
+    }
+  }
+  json& spec = obj["spec"];
+  static thread_local std::mt19937 rng{std::random_device{}()};
+  if (spec.contains("clusterIP") && spec["clusterIP"].is_string()) {
+    std::string ip = spec["clusterIP"];
+    if (ip != "None" && ips.count(ip)) {
+      if (!askedIp.empty()) {
+        return makeError(Code::Invalid,
+                         "Service \"" + kube::getName(obj) + "\" is invalid: spec.clusterIPs: " +
+                             "Invalid value: []string{\"" + ip + "\"}: failed to allocate IP " + ip +
+                             ": provided IP is already allocated");
+      }
+      for (int tries = 0; ips.count(ip) && tries < 100000; ++tries) {
+        uint32_t v = (10u << 24) | (96u << 16) | (2 + rng() % ((1u << 20) - 4));
+        ip = std::to_string(v >> 24) + "." + std::to_string((v >> 16) & 255) + "." +
+             std::to_string((v >> 8) & 255) + "." + std::to_string(v & 255);
+      }
+      spec["clusterIP"] = ip;
+      spec["clusterIPs"] = json::array({ip});
+    }
+  }
+  if (spec.contains("ports") && spec["ports"].is_array()) {
+    for (auto& p : spec["ports"]) {
+      if (!p.is_object() || !p.contains("nodePort") || !p["nodePort"].is_number_integer()) continue;
+      int port = p["nodePort"];
+      if (ports.count(port)) {
+        if (askedPorts.count(port)) {
+          return makeError(Code::Invalid,
+                           "Service \"" + kube::getName(obj) + "\" is invalid: " +
+                               "spec.ports[0].nodePort: Invalid value: " + std::to_string(port) +
+                               ": provided port is already allocated");
+        }
+        for (int tries = 0; ports.count(port) && tries < 100000; ++tries) {
+          port = 30000 + static_cast<int>(rng() % 2768);
+        }
+        p["nodePort"] = port;
+      }
+      ports.insert(port);
+    }
+  }
+  return kube::Status::OK();
+}
+
+}  // namespace
+
 Result<ObjectPtr> Rest::create(const ResourceInfo& info, const std::string& ns, json obj,
                                const WriteOptions& opts, std::vector<std::string>* warnings) {
   if (auto s = checkTypeMeta(info, obj, "the request body"); !s) return s.error();
@@ -292,7 +364,24 @@ Result<ObjectPtr> Rest::create(const ResourceInfo& info, const std::string& ns, 
   }
   meta["creationTimestamp"] = kube::rfc3339Now();
   meta["uid"] = kube::newUid();
+  const bool service = info.group.empty() && info.resource == "services";
+  std::string askedIp;
+  std::set<int> askedPorts;
+  if (service && obj.contains("spec") && obj["spec"].is_object()) {
+    const json& spec = obj["spec"];
+    if (spec.contains("clusterIP") && spec["clusterIP"].is_string()) askedIp = spec["clusterIP"];
+    for (const auto& p : spec.value("ports", json::array())) {
+      if (p.is_object() && p.contains("nodePort") && p["nodePort"].is_number_integer()) {
+        askedPorts.insert(p["nodePort"].get<int>());
+      }
+    }
+  }
   prepareForCreate(info, obj);
+  std::unique_lock<std::mutex> allocation(g_serviceAllocation, std::defer_lock);
+  if (service && obj.contains("spec") && obj["spec"].is_object()) {
+    allocation.lock();
+    if (auto s = allocateServiceAddresses(store_, obj, askedIp, askedPorts); !s) return s.error();
+  }
 
   std::string generateName = meta.value("generateName", "");
   bool generated = meta.value("name", "").empty() && !generateName.empty();
