@@ -11,6 +11,7 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "minicluster/netns.h"
@@ -185,6 +186,7 @@ std::string buildServiceRules(const std::vector<json>& services, const std::vect
   // Service port one chain that DNATs to an endpoint chosen by numgen. Only ClientIP
   // affinity needs a chain (and a set of clients) per endpoint.
   std::string elements, nodePorts, chains, sets;
+  std::set<std::string> keys;  // ClusterIP . proto . port taken: a duplicate would fail the sync
   int n = 0;
   for (const auto& svc : services) {
     const json& spec = svc.value("spec", json::object());
@@ -197,8 +199,11 @@ std::string buildServiceRules(const std::vector<json>& services, const std::vect
       auto it = ready.find({key, str(p, "name")});
       if (it == ready.end() || it->second.empty()) continue;
       const auto& eps = it->second;
-      std::string chain = "svc-" + std::to_string(n++);
       std::string proto = protoOf(p);
+      if (!keys.insert(ip + " . " + proto + " . " + std::to_string(p["port"].get<int>())).second) {
+        continue;
+      }
+      std::string chain = "svc-" + std::to_string(n++);
       elements += std::string(elements.empty() ? "" : ",\n") + "      " + ip + " . " + proto +
                   " . " + std::to_string(p["port"].get<int>()) + " : goto " + chain;
       std::string type = str(spec, "type");

@@ -113,6 +113,20 @@ TEST(ServiceRulesTest, HeadlessAndEndpointlessServicesGetNoRule) {
   EXPECT_THAT(rules, Not(HasSubstr("elements"))) << "an empty map has no elements line";
 }
 
+TEST(ServiceRulesTest, TwoServicesOnOneClusterIpPortDoNotBreakTheTable) {
+  json ports = json::array({{{"port", 80}}});
+  json endpoints = json::array({{{"addresses", {"10.244.1.2"}}}});
+  auto rules = buildServiceRules(
+      {service("a", "10.96.0.20", ports), service("b", "10.96.0.20", ports)},
+      {slice("a", endpoints, json::array({{{"port", 8080}}})),
+       slice("b", endpoints, json::array({{{"port", 8080}}}))},
+      "cbr0", "10.244.0.0/16");
+  size_t first = rules.find("10.96.0.20 . tcp . 80");
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_EQ(rules.find("10.96.0.20 . tcp . 80", first + 1), std::string::npos)
+      << "a duplicate map element makes nft refuse the whole table";
+}
+
 TEST(ServiceRulesTest, ClientIpAffinityRemembersClientsPerEndpoint) {
   auto rules = buildServiceRules(
       {service("web", "10.96.0.20", json::array({{{"port", 53}, {"protocol", "UDP"}}}),
