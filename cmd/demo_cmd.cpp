@@ -12,6 +12,7 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include "cmd/cli_util.h"
 #include "cmd/commands.h"
@@ -425,18 +426,23 @@ std::string Demo::askCloudPod() {
   kube::ExecRequest req{.ns = kNamespace,
                         .pod = pod,
                         .command = {"curl", "-s", "--max-time", "5", "http://127.0.0.1/hostname"}};
-  auto ws = kube::openExec(*cfg, req);
-  if (!ws.ok()) return "exec into " + pod + " through the virtual node: " + ws.error().message;
-  std::string message, answer, status;
-  while ((*ws)->read(message)) {
-    if (message.empty()) continue;
-    if (message[0] == static_cast<char>(kube::ExecChannel::Stdout)) answer += message.substr(1);
-    if (message[0] == static_cast<char>(kube::ExecChannel::Status)) status = message.substr(1);
+  // Running is not listening yet: the server in the container may take a moment to bind.
+  std::string answer, status;
+  for (int attempt = 0; attempt < 20 && answer.empty() && !g_abort; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(500ms);
+    auto ws = kube::openExec(*cfg, req);
+    if (!ws.ok()) return "exec into " + pod + " through the virtual node: " + ws.error().message;
+    std::string message;
+    while ((*ws)->read(message)) {
+      if (message.empty()) continue;
+      if (message[0] == static_cast<char>(kube::ExecChannel::Stdout)) answer += message.substr(1);
+      if (message[0] == static_cast<char>(kube::ExecChannel::Status)) status = message.substr(1);
+    }
   }
   if (answer.empty()) {
     return "the cloud Pod " + pod + " did not answer GET /hostname (status " + status + ")";
   }
-  std::cout << "\n" << pod << " runs in the cloud as a real process; `curl http://127.0.0.1/hostname` "
+  std::cout << "\ntraffic: " << pod << " runs in the cloud as a real process; `curl http://127.0.0.1/hostname` "
             << "inside it, run through home's API server and the virtual node, answered: "
             << answer << "\n";
   return {};

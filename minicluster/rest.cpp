@@ -278,10 +278,12 @@ std::mutex g_serviceAllocation;
 // upstream's messages; values the defaults picked at random are drawn again. Pure but for
 // the store read and the random draws.
 kube::Status allocateServiceAddresses(Store& store, json& obj, const std::string& askedIp,
-                                      const std::set<int>& askedPorts) {
+                                      const std::set<int>& askedPorts, const std::string& selfKey) {
   std::set<std::string> ips;
   std::set<int> ports;
   for (const auto& o : store.list("/core/services/").items) {
+    // A Service of the same name keeps its addresses: the create then fails AlreadyExists.
+    if (o->key == selfKey) continue;
     json svc = json::parse(o->json, nullptr, false);
     if (!svc.is_object()) continue;
     const json& spec = svc.value("spec", json::object());
@@ -380,7 +382,10 @@ Result<ObjectPtr> Rest::create(const ResourceInfo& info, const std::string& ns, 
   std::unique_lock<std::mutex> allocation(g_serviceAllocation, std::defer_lock);
   if (service && obj.contains("spec") && obj["spec"].is_object()) {
     allocation.lock();
-    if (auto s = allocateServiceAddresses(store_, obj, askedIp, askedPorts); !s) return s.error();
+    std::string self = key(info, nsName, obj["metadata"].value("name", ""));
+    if (auto s = allocateServiceAddresses(store_, obj, askedIp, askedPorts, self); !s) {
+      return s.error();
+    }
   }
 
   std::string generateName = meta.value("generateName", "");

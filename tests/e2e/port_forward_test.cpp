@@ -78,7 +78,7 @@ class PortForwardE2eTest : public ::testing::Test {
   static void SetUpTestSuite() {
     if (!processRuntimeUnavailable().empty()) return;
     cluster_ = new Minicluster();
-    startError_ = cluster_->start("pf-e2e", 90s, {"--runtime", "process", "--nodes", "1"});
+    startError_ = cluster_->start("pf-e2e-" + std::to_string(::getpid()), 90s, {"--runtime", "process", "--nodes", "1"});
   }
   static void TearDownTestSuite() {
     delete cluster_;

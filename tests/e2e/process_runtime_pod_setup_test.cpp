@@ -31,7 +31,7 @@ class ProcessRuntimePodSetupTest : public ::testing::Test {
   void SetUp() override {
     if (std::string why = processRuntimeUnavailable(); !why.empty()) GTEST_SKIP() << why;
     home_ = std::make_unique<TempDir>("strait-podsetup-home");
-    std::string err = cluster_.start("podsetup", 90s,
+    std::string err = cluster_.start("podsetup-" + std::to_string(::getpid()), 90s,
                                      {"--runtime", "process", "--nodes", "1",
                                       "--node-monitor-grace-period", "40s"});
     ASSERT_EQ(err, "") << err;

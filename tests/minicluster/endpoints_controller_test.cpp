@@ -128,6 +128,11 @@ TEST_F(EndpointsControllerTest, ClusterIpsAndNodePortsAreNeverAllocatedTwice) {
   a["spec"]["type"] = "NodePort";
   a["spec"]["ports"][0]["nodePort"] = 30123;
   ASSERT_TRUE(create("", "services", "default", a).ok());
+  // The same Service again (a restart re-creating its own Services) is AlreadyExists, not a
+  // clash with its own addresses.
+  auto again = create("", "services", "default", a);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, kube::Code::AlreadyExists) << again.error().message;
   json sameIp = service("b", "web");
   sameIp["spec"]["clusterIP"] = "10.96.7.7";
   auto r = create("", "services", "default", sameIp);
