@@ -163,13 +163,13 @@ std::vector<pid_t> descendants(pid_t root) {
     rest >> state >> ppid;
     children[ppid].push_back(static_cast<pid_t>(std::stol(name)));
   }
-  std::vector<pid_t> out, todo = {root};
-  while (!todo.empty()) {
-    pid_t p = todo.back();
-    todo.pop_back();
+  std::vector<pid_t> out, unvisited = {root};
+  while (!unvisited.empty()) {
+    pid_t p = unvisited.back();
+    unvisited.pop_back();
     for (pid_t c : children[p]) {
       out.push_back(c);
-      todo.push_back(c);
+      unvisited.push_back(c);
     }
   }
   return out;

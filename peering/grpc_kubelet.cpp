@@ -148,7 +148,7 @@ class CancelWatcher {
   std::thread thread_;
 };
 
-// `open` starts the call on the stream's context: e.g. stub.Exec(ctx).
+// `open` starts the call on the stream's context: for example the generated client's Exec(ctx).
 template <class Frame>
 class ClientStream final : public FrameStream<Frame> {
  public:
