@@ -3,16 +3,20 @@
 # upstream kubectl 1.31 (Debian has no helm) into a tools directory of the build tree.
 # Idempotent: installs only what is missing, so a second run does nothing and needs no network.
 #
-#   scripts/install-deps.sh [--tools-dir DIR]    (default: build/tools beside this script's repo)
+#   scripts/install-deps.sh [--tools-dir DIR] [--image]
+#     --tools-dir  where helm and kubectl-1.31 go (default: build/tools beside this script's repo)
+#     --image      also what `make image` needs: umoci (scripts/build-image.sh)
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 TOOLS_DIR="$REPO/build/tools"
+IMAGE=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --tools-dir) TOOLS_DIR=${2:?--tools-dir needs a directory}; shift 2 ;;
     --tools-dir=*) TOOLS_DIR=${1#--tools-dir=}; shift ;;
-    *) echo "install-deps: unknown argument: $1 (usage: $0 [--tools-dir DIR])" >&2; exit 2 ;;
+    --image) IMAGE=1; shift ;;
+    *) echo "install-deps: unknown argument: $1 (usage: $0 [--tools-dir DIR] [--image])" >&2; exit 2 ;;
   esac
 done
 
@@ -29,6 +33,10 @@ PACKAGES=(
   nftables dnsmasq-base
   prometheus-cpp-dev libprometheus-cpp-core1.0 prometheus
 )
+# `make image` only: umoci assembles the OCI image (no daemon, nothing pulled).
+if [ "$IMAGE" -eq 1 ]; then
+  PACKAGES+=(umoci)
+fi
 # Needed only as commands (any provider will do: npm may come with a nodejs from elsewhere).
 COMMAND_PACKAGES=(npm:npm unzip:unzip)
 
