@@ -34,6 +34,7 @@ struct MiniclusterFlags {
   std::string logLevel = "info";
   size_t watchHistory = 100000;
   std::string tokenAuthFile;
+  std::string authorizationMode = "RBAC";
   // Simulated data plane.
   int nodes = 0;
   std::string nodeCpu = "4", nodeMemory = "8Gi", nodePods = "110", nodeEphemeral = "100Gi";
@@ -45,6 +46,7 @@ struct MiniclusterFlags {
   int64_t defaultTolerationSeconds = 300;
   bool noScheduler = false;
   std::string runtime = "sim";  // sim | process
+  std::vector<std::string> localImages;  // REPO[:TAG]=/path/to/binary
   std::string cleanup;          // --cleanup NAME
 };
 
@@ -97,6 +99,16 @@ bool simulationFromFlags(const MiniclusterFlags& f, minicluster::SimulationOptio
   sim.runScheduler = !f.noScheduler;
   sim.runtime = f.runtime == "process" ? minicluster::RuntimeKind::Process
                                        : minicluster::RuntimeKind::Simulated;
+  if (!f.localImages.empty() && f.runtime != "process") {
+    return bad("--local-image", "needs --runtime process (simulated Pods run nothing)");
+  }
+  for (const auto& text : f.localImages) {
+    auto mapping = minicluster::parseLocalImage(text);
+    if (!mapping) return bad("--local-image", mapping.error().message);
+    if (!sim.localImages.emplace(mapping->first, mapping->second).second) {
+      return bad("--local-image", "image " + mapping->first + " is mapped twice");
+    }
+  }
   return true;
 }
 
@@ -126,6 +138,7 @@ int runMinicluster(const MiniclusterFlags& f) {
   o.maxBodyBytes = f.maxBodyBytes;
   o.historyLimit = f.watchHistory;
   if (!f.tokenAuthFile.empty()) o.tokenAuthFile = f.tokenAuthFile;
+  o.authorizationMode = f.authorizationMode;
   if (!simulationFromFlags(f, o.simulation)) return 2;
   if (!f.cleanup.empty() || f.runtime == "process") {
     auto missing = minicluster::missingProcessRuntimePrerequisites(true, true);
@@ -214,6 +227,10 @@ void addMiniclusterCommand(CLI::App& app) {
       ->check(numberRange(1, 100'000'000));
   sub->add_option("--token-auth-file", flags->tokenAuthFile,
                   "CSV of token,user,uid,\"group1,group2\" accepted as bearer tokens");
+  sub->add_option("--authorization-mode", flags->authorizationMode,
+                  "RBAC (Roles and bindings are enforced) or AlwaysAllow")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"RBAC", "AlwaysAllow"}));
   sub->add_option("--log-level", flags->logLevel, kLogLevelHelp)
       ->capture_default_str()
       ->check(logLevelValidator());
@@ -261,6 +278,10 @@ void addMiniclusterCommand(CLI::App& app) {
                   "namespaces; needs root)")
       ->capture_default_str()
       ->check(CLI::IsMember({"sim", "process"}));
+  sub->add_option("--local-image", flags->localImages,
+                  "REPO[:TAG]=/path/to/binary (repeatable; process runtime): a container of "
+                  "that image runs the binary with the container's command after its first "
+                  "word, then its args; without a tag every tag of REPO matches");
   sub->add_option("--cleanup", flags->cleanup,
                   "remove what a killed process-runtime minicluster named NAME left (processes, "
                   "network namespaces, links), then exit");

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "kube/object.h"
 #include "kube/patch.h"
@@ -64,15 +65,42 @@ void ApiHandler::handle(const HttpRequest& req, Responder& out) {
   }
 }
 
-void ApiHandler::dispatch(const HttpRequest& req, Responder& out) {
-  const std::string& path = req.path;
-  if (path == "/healthz" || path == "/livez" || path == "/readyz" ||
-      path.rfind("/healthz/", 0) == 0 || path.rfind("/livez/", 0) == 0 ||
-      path.rfind("/readyz/", 0) == 0) {
+void ApiHandler::dispatch(const HttpRequest& authenticated, Responder& out) {
+  const std::string& path = authenticated.path;
+  const bool health = path == "/healthz" || path == "/livez" || path == "/readyz" ||
+                      path.rfind("/healthz/", 0) == 0 || path.rfind("/livez/", 0) == 0 ||
+                      path.rfind("/readyz/", 0) == 0;
+  const bool version = path == "/version" || path == "/version/";
+  // Anonymous requests reach only the health and version endpoints (and only when the
+  // authorizer lets system:anonymous read them).
+  if (authenticated.user.empty() && !health && !version) {
+    reply(out, 401, statusBody(makeError(Code::Unauthorized, "Unauthorized")));
+    return;
+  }
+  Identity id = authenticatedIdentity(authenticated);
+  std::optional<HttpRequest> acting;
+  if (authorizer_ && !authenticated.user.empty()) {
+    auto impersonated = impersonatedIdentity(authenticated, id, *authorizer_);
+    if (!impersonated) {
+      const kube::Error& e = impersonated.error();
+      reply(out, kube::httpCode(e.code), statusBody(e, e.name, "", e.kind));
+      return;
+    }
+    if (*impersonated) {
+      id = std::move(**impersonated);
+      acting = authenticated;
+      acting->user = id.user;
+      acting->groups = id.groups;
+    }
+  }
+  const HttpRequest& req = acting ? *acting : authenticated;
+  RequestInfo ri = parseRequestPath(path);
+  if (!authorizeRequest(req, out, ri, id)) return;
+  if (health) {
     reply(out, 200, "ok", "text/plain; charset=utf-8");
     return;
   }
-  if (path == "/version" || path == "/version/") {
+  if (version) {
     json v = {{"major", "1"},
               {"minor", "32"},
               {"gitVersion", "v1.32.0-strait"},
@@ -83,10 +111,6 @@ void ApiHandler::dispatch(const HttpRequest& req, Responder& out) {
               {"compiler", "gc"},
               {"platform", "linux/amd64"}};
     reply(out, 200, v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    return;
-  }
-  if (req.user.empty()) {
-    reply(out, 401, statusBody(makeError(Code::Unauthorized, "Unauthorized")));
     return;
   }
   if (path == "/openapi/v2") {
@@ -120,7 +144,10 @@ void ApiHandler::dispatch(const HttpRequest& req, Responder& out) {
     serveMetricsApi(req, out, rest_, registry_, kubeletClient_);
     return;
   }
-  RequestInfo ri = parseRequestPath(path);
+  if (isReviewRequest(ri)) {
+    handleReview(req, out, ri, id);
+    return;
+  }
   if (ri.discoveryDepth > 0) {
     handleDiscovery(req, out, ri);
     return;

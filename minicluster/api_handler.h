@@ -10,6 +10,8 @@
 #include <string>
 
 #include "kube/http_server.h"
+#include "minicluster/authorizer.h"
+#include "minicluster/impersonation.h"
 #include "minicluster/pod_proxy.h"
 #include "minicluster/registry.h"
 #include "minicluster/rest.h"
@@ -32,9 +34,22 @@ class ApiHandler : public kube::Handler {
   using TokenIssuer = std::function<kube::Result<std::string>(
       const nlohmann::json& sa, const nlohmann::json& spec, const nlohmann::json* boundPod)>;
   void setTokenIssuer(TokenIssuer issuer) { tokenIssuer_ = std::move(issuer); }
+  // Checks every request after authentication (impersonation headers included) and answers
+  // the authorization.k8s.io reviews with it. Null (the default): every request is allowed
+  // and impersonation headers are ignored. Borrowed, must outlive the handler; call before
+  // serving.
+  void setAuthorizer(const Authorizer* authorizer) { authorizer_ = authorizer; }
 
  private:
   void dispatch(const kube::HttpRequest& req, kube::Responder& out);
+  // Authorization of `req` as `id` (api_authorization.cpp): true when allowed; otherwise a
+  // 403 with upstream's message has been sent.
+  bool authorizeRequest(const kube::HttpRequest& req, kube::Responder& out,
+                        const struct RequestInfo& ri, const Identity& id);
+  static bool isReviewRequest(const struct RequestInfo& ri);
+  // POST of an authorization.k8s.io review or an authentication.k8s.io SelfSubjectReview.
+  void handleReview(const kube::HttpRequest& req, kube::Responder& out,
+                    const struct RequestInfo& ri, const Identity& id);
   void handleResource(const kube::HttpRequest& req, kube::Responder& out,
                       const struct RequestInfo& ri);
   void handleDiscovery(const kube::HttpRequest& req, kube::Responder& out,
@@ -60,6 +75,7 @@ class ApiHandler : public kube::Handler {
   std::atomic<bool> stopping_{false};
   KubeletClientConfig kubeletClient_;
   TokenIssuer tokenIssuer_;
+  const Authorizer* authorizer_ = nullptr;
 };
 
 // Status JSON body for an error (kind Status, reason, code, details.name/group/kind).

@@ -11,6 +11,8 @@
 #include "kube/object.h"
 #include "minicluster/api_handler.h"
 #include "minicluster/token_auth.h"
+#include "minicluster/authorizer.h"
+#include "minicluster/rbac_escalation.h"
 #include "minicluster/controller_context.h"
 #include "minicluster/controllers.h"
 #include "kube/http_server.h"
@@ -141,11 +143,22 @@ class ApiServerImpl : public ApiServer {
       serviceAccountAdmission_ = newServiceAccountAdmission(*store_, *admission_);
       rest_->setAdmission(serviceAccountAdmission_.get());
     }
+    auto mode = parseAuthorizationMode(opts_.authorizationMode);
+    if (!mode) return mode.error();
+    authorizer_ = *mode == AuthorizationMode::RBAC ? newRbacAuthorizer(*store_)
+                                                   : newAlwaysAllowAuthorizer();
+    if (*mode == AuthorizationMode::RBAC) {
+      Admission* inner = serviceAccountAdmission_ ? serviceAccountAdmission_.get()
+                                                  : admission_.get();
+      rbacEscalation_ = newRbacEscalationAdmission(*authorizer_, *store_, *inner);
+      rest_->setAdmission(rbacEscalation_.get());
+    }
     loadCustomResources();
     if (auto s = bootstrapNamespaces(); !s) return s;
     if (auto s = bootstrapRbacPolicy(*rest_, *registry_); !s) return s;
 
     handler_ = std::make_unique<ApiHandler>(*store_, *registry_, *rest_);
+    handler_->setAuthorizer(authorizer_.get());
     Handler* front = handler_.get();
     if (opts_.tokenAuthFile) {
       auto tokens = loadTokenAuthFile(*opts_.tokenAuthFile);
@@ -297,6 +310,7 @@ class ApiServerImpl : public ApiServer {
     po.kubeletTls.clientCaPem = ca_.certPem;
     po.kubeletTls.requireClientCert = true;
     po.serviceAccountKeyPem = ca_.keyPem;
+    po.localImages = sim.localImages;
     auto kubelets = newProcessKubelets(*store_, *registry_, *rest_, sim, po);
     kubeletHandler_ = newKubeletApiHandler(*kubelets, *registry_, *rest_);
     kubelets->setKubeletApi(*kubeletHandler_);
@@ -356,6 +370,8 @@ class ApiServerImpl : public ApiServer {
   std::unique_ptr<Registry> registry_;
   std::unique_ptr<Admission> admission_;  // declared before rest_: outlives it
   std::unique_ptr<Admission> serviceAccountAdmission_;  // wraps admission_ (process runtime)
+  std::unique_ptr<Authorizer> authorizer_;
+  std::unique_ptr<Admission> rbacEscalation_;  // wraps the two above (RBAC mode)
   std::unique_ptr<Rest> rest_;
   std::unique_ptr<ApiHandler> handler_;
   std::unique_ptr<TokenAuthHandler> tokenAuth_;

@@ -32,6 +32,9 @@ struct ApiServerOptions {
   size_t historyLimit = 100000;         // watch history kept before compaction
   // CSV token,user,uid,"groups" for static bearer-token auth (tests of token clients).
   std::optional<std::string> tokenAuthFile;
+  // "RBAC" (Roles, ClusterRoles and their bindings are enforced; authorizer.h) or
+  // "AlwaysAllow" (every authenticated request is allowed).
+  std::string authorizationMode = "RBAC";
   // Scheduler, simulated nodes and their kubelet API, node lifecycle controller.
   SimulationOptions simulation;
   // When set (borrowed; outlives the server), every API request is counted there

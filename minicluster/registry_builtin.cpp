@@ -74,6 +74,18 @@ std::vector<ResourceInfo> builtinResources() {
            kAllVerbs, {"scale", "status"}),
       make("apps", "replicasets", "ReplicaSet", "replicaset", kNamespaced, {"rs"}, {"all"},
            kAllVerbs, {"scale", "status"}),
+      // authentication.k8s.io/v1
+      make("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview",
+           "selfsubjectreview", kCluster, {}, {}, kCreateOnly, {}),
+      // authorization.k8s.io/v1
+      make("authorization.k8s.io", "localsubjectaccessreviews", "LocalSubjectAccessReview",
+           "localsubjectaccessreview", kNamespaced, {}, {}, kCreateOnly, {}),
+      make("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview",
+           "selfsubjectaccessreview", kCluster, {}, {}, kCreateOnly, {}),
+      make("authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview",
+           "selfsubjectrulesreview", kCluster, {}, {}, kCreateOnly, {}),
+      make("authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview",
+           "subjectaccessreview", kCluster, {}, {}, kCreateOnly, {}),
       // certificates.k8s.io/v1
       make("certificates.k8s.io", "certificatesigningrequests", "CertificateSigningRequest",
            "certificatesigningrequest", kCluster, {"csr"}, {}, kAllVerbs, {"approval", "status"}),
