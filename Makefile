@@ -1,9 +1,16 @@
-# The two commands a new user types: `make demo` and `make test`.
+# The commands a new user types: `make demo` and `make test`; `make image` for the container.
 BUILD ?= build
 JOBS ?= $(shell nproc)
-CMAKE_FLAGS ?=
+# A clean build compiles the heavy targets in unity batches (CMakeLists.txt, STRAIT_UNITY).
+CMAKE_FLAGS ?= -DSTRAIT_UNITY=ON
+# ccache keys leave out the build directory, so another checkout of the same sources (a CI
+# clone, a second worktree) reuses the objects; CMakeLists.txt sets base_dir to the checkout.
+export CCACHE_NOHASHDIR ?= 1
+# Seconds each fuzz target runs: briefly in `make test`, longer in `make fuzz`.
+TEST_FUZZ_SECONDS ?= 5
+FUZZ_SECONDS ?= 120
 
-.PHONY: all deps configure build test demo fuzz bench clean
+.PHONY: all deps configure build test demo fuzz image bench clean
 
 all: build
 
@@ -13,15 +20,33 @@ deps:
 configure: deps
 	@cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS) >/dev/null
 
+# A clash between two sources of one unity batch (another helper's new file defining a
+# file-local name a neighbour defines too) must not stop the build: it is reported, and the
+# build is done again without unity batches.
 build: configure
-	@cmake --build $(BUILD) -j $(JOBS)
+	@cmake --build $(BUILD) -j $(JOBS) || { \
+	  echo "make: the unity build failed (above). If the error is a redefinition of an" \
+	       "{anonymous}:: name, add one of the two sources to STRAIT_UNITY_ALONE in" \
+	       "CMakeLists.txt. Building again without unity batches." >&2; \
+	  cmake -S . -B $(BUILD) -DSTRAIT_UNITY=OFF >/dev/null && \
+	  cmake --build $(BUILD) -j $(JOBS); }
 
 # Clang's thread-safety analysis of the annotated sources, unit, API-server and kubectl
-# end-to-end tests, then each fuzz target for a bounded time.
+# end-to-end tests, then each fuzz target for a few seconds.
 test: build
 	@./scripts/check-thread-safety.sh $(BUILD)
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600 --repeat until-pass:2
-	@./scripts/run-fuzz.sh
+	@FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) ./scripts/run-fuzz.sh
+
+# A longer fuzzing campaign: FUZZ_SECONDS per target, corpora kept in build-fuzz/corpus.
+fuzz:
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) ./scripts/run-fuzz.sh
+
+# The agent's OCI image from the built binary (scripts/build-image.sh): $(BUILD)/image/oci
+# (an OCI layout) and $(BUILD)/image/strait-image.tar, named as the chart's default image.
+image: build
+	@./scripts/install-deps.sh --tools-dir $(BUILD)/tools --image
+	@./scripts/build-image.sh --binary $(BUILD)/strait --out $(BUILD)/image
 
 # Two clusters, peered; a Deployment bursts into the cloud. Ctrl-C stops and cleans up.
 # DEMO_FLAGS, e.g. "--dir /tmp/strait-demo --replicas 30".

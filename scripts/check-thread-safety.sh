@@ -5,7 +5,8 @@
 # -Werror=thread-safety (syntax only: nothing is generated), so a field declared
 # GUARDED_BY(mu_) read or written without mu_ held fails `make test`. Sources without
 # annotations are skipped: the analysis has nothing to check there, and parsing every file
-# with clang would take minutes.
+# with clang would take minutes. In a unity build (make's STRAIT_UNITY) the translation units
+# are the batches: a batch is checked when it includes a source to check.
 # Usage: scripts/check-thread-safety.sh [BUILD_DIR [PATH_REGEX]]
 set -euo pipefail
 build=${1:-build}
@@ -31,19 +32,33 @@ import re
 db, top, clangxx, work, only = sys.argv[1:6]
 dirs = ("kube/", "minicluster/", "peering/", "reflection/", "vnode/", "tunnel/", "cmd/", "base/")
 seen = set()
+def annotated(path):
+    try:
+        t = open(os.path.join(top, path)).read()
+    except OSError:
+        return False
+    return "base/thread_annotations.h" in t or "GUARDED_BY(" in t
+def wanted(f):
+    return (f.startswith(dirs) and f.endswith(".cpp") and re.search(only, f)
+            and (annotated(f) or annotated(f[:-4] + ".h")))
 for e in json.load(open(db)):
-    f = os.path.relpath(e["file"], top)
-    if not f.startswith(dirs) or f in seen or not f.endswith(".cpp") or not re.search(only, f):
-        continue
-    seen.add(f)
-    def annotated(path):
+    path = os.path.join(e["directory"], e["file"])
+    if re.search(r"/Unity/unity_[^/]*\.cxx$", path):
+        # A unity batch (make's STRAIT_UNITY build): checked whole when one of the sources
+        # it includes is one to check.
         try:
-            t = open(os.path.join(top, path)).read()
+            inc = re.findall(r'^#include "([^"]+)"', open(path).read(), re.M)
         except OSError:
-            return False
-        return "base/thread_annotations.h" in t or "GUARDED_BY(" in t
-    if not (annotated(f) or annotated(f[:-4] + ".h")):
-        continue
+            continue
+        members = [os.path.relpath(i, top) for i in inc]
+        if not any(wanted(m) and m not in seen for m in members):
+            continue
+        seen.update(members)
+    else:
+        f = os.path.relpath(e["file"], top)
+        if f in seen or not wanted(f):
+            continue
+        seen.add(f)
     args = shlex.split(e["command"]) if "command" in e else list(e["arguments"])
     # Drop a launcher (cmake -E env ... ccache) and the compiler itself.
     while args and not args[0].endswith(("g++", "c++", "clang++")):
@@ -69,7 +84,7 @@ for e in json.load(open(db)):
     print("cd " + shlex.quote(e["directory"]) + " && " + " ".join(shlex.quote(a) for a in out))
 PY
 n=$(wc -l < "$work/commands")
-echo "check-thread-safety: $n sources, clang $("$clangxx" --version | head -1 | sed 's/.*version //')"
+echo "check-thread-safety: $n translation units, clang $("$clangxx" --version | head -1 | sed 's/.*version //')"
 jobs=${JOBS:-$(nproc)}
 fail=0
 tr '\n' '\0' < "$work/commands" | xargs -0 -P "$jobs" -I{} bash -c '{}' > "$work/out" 2>&1 || fail=1
