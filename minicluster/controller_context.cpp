@@ -24,7 +24,10 @@ LocalInformer& InformerSet::informer(const std::string& group, const std::string
     if (r->group == group && r->resource == resource) info = r;
   }
   assert(info && "informer for an unregistered resource");
-  auto inf = std::make_unique<LocalInformer>(store_, Rest::prefix(*info, ""));
+  // Pods are the one resource whose count grows with the workload: their informer keeps
+  // only the stored JSON and parses on use.
+  const bool keepTrees = !(group.empty() && resource == "pods");
+  auto inf = std::make_unique<LocalInformer>(store_, Rest::prefix(*info, ""), keepTrees);
   auto& ref = *inf;
   informers_.emplace(id, std::move(inf));
   return ref;
@@ -72,8 +75,8 @@ InformerHandlers enqueueHandlers(kube::WorkerPool& queue) {
 }
 
 bool namespaceActive(const CachedObject& ns) {
-  return !kube::isBeingDeleted(ns.obj) &&
-         stringOf(child(ns.obj, "status"), "phase", "Active") == "Active";
+  return !kube::isBeingDeleted(ns.obj()) &&
+         stringOf(child(ns.obj(), "status"), "phase", "Active") == "Active";
 }
 
 bool benignCreateError(kube::Code code) {

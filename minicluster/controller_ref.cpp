@@ -18,9 +18,10 @@ std::vector<CachedPtr> claimObjects(Rest& rest, const ResourceInfo& childInfo,
                                     const std::vector<CachedPtr>& candidates) {
   std::vector<CachedPtr> claimed;
   for (const auto& c : candidates) {
-    auto ctrl = kube::getControllerOf(c->obj);
-    bool matches = selector.matches(kube::getLabels(c->obj));
-    bool childDeleting = kube::isBeingDeleted(c->obj);
+    const JsonPtr tree = c->tree();
+    auto ctrl = kube::getControllerOf(*tree);
+    bool matches = selector.matches(kube::getLabels(*tree));
+    bool childDeleting = kube::isBeingDeleted(*tree);
     if (ctrl) {
       if (ctrl->value("uid", "") != owner.uid) continue;
       if (matches) {

@@ -83,16 +83,16 @@ class CsrSigner : public Controller {
   kube::Status sync(const std::string& name) {
     auto csr = csrs_.get("", name);
     if (!csr) return kube::Status::OK();
-    const json& spec = child(csr->obj, "spec");
+    const json& spec = child(csr->obj(), "spec");
     const std::string signer = stringOf(spec, "signerName");
     if (signer != "kubernetes.io/kube-apiserver-client" &&
         signer != "kubernetes.io/kube-apiserver-client-kubelet" &&
         signer != "kubernetes.io/kubelet-serving") {
       return kube::Status::OK();  // another signer's request
     }
-    if (!stringOf(child(csr->obj, "status"), "certificate").empty() ||
-        !hasTrueCondition(csr->obj, "Approved") || hasTrueCondition(csr->obj, "Denied") ||
-        hasTrueCondition(csr->obj, "Failed")) {
+    if (!stringOf(child(csr->obj(), "status"), "certificate").empty() ||
+        !hasTrueCondition(csr->obj(), "Approved") || hasTrueCondition(csr->obj(), "Denied") ||
+        hasTrueCondition(csr->obj(), "Failed")) {
       return kube::Status::OK();
     }
     auto pem = kube::base64Decode(stringOf(spec, "request"));

@@ -34,7 +34,7 @@ using json = nlohmann::json;
 constexpr int kBurst = 250;
 
 std::string creationTime(const CachedPtr& p) {
-  return kube::getCreationTimestamp(p->obj).value_or("");
+  return kube::getCreationTimestamp(*p->tree()).value_or("");
 }
 
 class DaemonSetController : public Controller {
@@ -53,7 +53,7 @@ class DaemonSetController : public Controller {
     InformerHandlers node;
     node.onAdd = [this](const CachedPtr&) { enqueueAll(); };
     node.onUpdate = [this](const CachedPtr& old, const CachedPtr& cur) {
-      if (nodeSchedulingChanged(old->obj, cur->obj)) enqueueAll();
+      if (nodeSchedulingChanged(old->obj(), cur->obj())) enqueueAll();
     };
     node.onDelete = [this](const CachedPtr&) { enqueueAll(); };
     nodes_.addHandlers(node);
@@ -87,31 +87,32 @@ class DaemonSetController : public Controller {
       expectations_.forget(key);
       return kube::Status::OK();
     }
-    auto selector = kube::LabelSelector::fromJson(child(ds->obj, "spec").value("selector", json()));
+    auto selector = kube::LabelSelector::fromJson(child(ds->obj(), "spec").value("selector", json()));
     if (!selector || selector->empty()) {
       spdlog::warn("event=daemonset_invalid_selector daemonset={}", key);
       return kube::Status::OK();
     }
     // Terminating Pods too: a node whose daemon Pod is terminating gets no new one yet.
     auto candidates = pods_.list(ds->ns);
-    OwnerInfo owner{"apps/v1", "DaemonSet", ds->name, ds->uid, kube::isBeingDeleted(ds->obj)};
+    OwnerInfo owner{"apps/v1", "DaemonSet", ds->name, ds->uid, kube::isBeingDeleted(ds->obj())};
     auto owned = claimObjects(ctx_.rest, podInfo_, owner, *selector, candidates);
 
     std::map<std::string, NodeState> nodes;
     for (const auto& n : nodes_.list()) {
       auto& st = nodes[n->name];
       st.known = true;
-      st.decision = nodeShouldRunDaemonPod(n->obj, ds->obj);
+      st.decision = nodeShouldRunDaemonPod(n->obj(), ds->obj());
     }
     std::vector<CachedPtr> orphanedOnNoNode;
     for (const auto& p : owned) {
-      auto target = daemonPodTargetNode(p->obj);
+      const JsonPtr podTree = p->tree();
+      auto target = daemonPodTargetNode(*podTree);
       if (!target) {
         orphanedOnNoNode.push_back(p);
         continue;
       }
       auto& st = nodes[*target];
-      if (kube::isBeingDeleted(p->obj)) {
+      if (kube::isBeingDeleted(*podTree)) {
         st.anyDeleting = true;
       } else {
         st.pods.push_back(p);
@@ -147,7 +148,7 @@ class DaemonSetController : public Controller {
         // Failed or succeeded daemon Pods are replaced; of several running, the oldest stays.
         bool keptOne = false;
         for (const auto& p : st.pods) {
-          if (!isPodActive(p->obj) || keptOne) {
+          if (!isPodActive(*p->tree()) || keptOne) {
             remove.push_back(p);
           } else {
             keptOne = true;
@@ -180,7 +181,7 @@ class DaemonSetController : public Controller {
       for (size_t i = 0; i < create.size(); ++i) {
         WriteOptions wo;
         wo.fieldValidation = FieldValidation::Ignore;
-        auto r = ctx_.rest.create(podInfo_, ds.ns, newDaemonPod(ds.obj, create[i], ref), wo,
+        auto r = ctx_.rest.create(podInfo_, ds.ns, newDaemonPod(ds.obj(), create[i], ref), wo,
                                   nullptr);
         if (!r) {
           for (size_t j = i; j < create.size(); ++j) expectations_.creationObserved(key);
@@ -199,14 +200,14 @@ class DaemonSetController : public Controller {
   // old Pods always, available ones while fewer than maxUnavailable nodes are unavailable.
   std::vector<CachedPtr> rollingUpdateVictims(const CachedObject& ds,
                                               const std::map<std::string, NodeState>& nodes) {
-    const json& strategy = child(child(ds.obj, "spec"), "updateStrategy");
+    const json& strategy = child(child(ds.obj(), "spec"), "updateStrategy");
     if (stringOf(strategy, "type", "RollingUpdate") != "RollingUpdate") return {};
-    int64_t generation = daemonSetTemplateGeneration(ds.obj);
-    int64_t minReady = intOf(child(ds.obj, "spec"), "minReadySeconds");
+    int64_t generation = daemonSetTemplateGeneration(ds.obj());
+    int64_t minReady = intOf(child(ds.obj(), "spec"), "minReadySeconds");
     auto now = std::chrono::system_clock::now();
     int64_t desired = 0;
     for (const auto& [name, st] : nodes) desired += st.decision.shouldRun ? 1 : 0;
-    int64_t maxUnavailable = daemonSetMaxUnavailable(ds.obj, desired);
+    int64_t maxUnavailable = daemonSetMaxUnavailable(ds.obj(), desired);
     int64_t unavailable = 0;
     std::vector<CachedPtr> victims, candidates;
     for (const auto& [name, st] : nodes) {
@@ -215,8 +216,9 @@ class DaemonSetController : public Controller {
         continue;
       }
       const CachedPtr& p = st.pods.front();
-      bool available = isPodAvailable(p->obj, minReady, now);
-      if (isDaemonPodUpdated(p->obj, generation)) {
+      const JsonPtr podTree = p->tree();
+      bool available = isPodAvailable(*podTree, minReady, now);
+      if (isDaemonPodUpdated(*podTree, generation)) {
         if (!available) ++unavailable;
       } else if (!available) {
         victims.push_back(p);
@@ -236,8 +238,8 @@ class DaemonSetController : public Controller {
   }
 
   kube::Status updateStatus(const CachedObject& ds, const std::map<std::string, NodeState>& nodes) {
-    int64_t generation = daemonSetTemplateGeneration(ds.obj);
-    int64_t minReady = intOf(child(ds.obj, "spec"), "minReadySeconds");
+    int64_t generation = daemonSetTemplateGeneration(ds.obj());
+    int64_t minReady = intOf(child(ds.obj(), "spec"), "minReadySeconds");
     auto now = std::chrono::system_clock::now();
     int64_t desired = 0, current = 0, misscheduled = 0, ready = 0, available = 0, updated = 0;
     for (const auto& [name, st] : nodes) {
@@ -249,12 +251,13 @@ class DaemonSetController : public Controller {
       ++desired;
       if (!scheduled) continue;
       ++current;
-      const json& pod = st.pods.front()->obj;
+      const JsonPtr podTree = st.pods.front()->tree();
+      const json& pod = *podTree;
       if (isPodReady(pod)) ++ready;
       if (isPodAvailable(pod, minReady, now)) ++available;
       if (isDaemonPodUpdated(pod, generation)) ++updated;
     }
-    int64_t observed = kube::getGeneration(ds.obj);
+    int64_t observed = kube::getGeneration(ds.obj());
     auto r = ctx_.rest.mutate(dsInfo_, ds.ns, ds.name, "status", [&](json& obj) {
       json& st = obj["status"];
       if (!st.is_object()) st = json::object();

@@ -30,9 +30,9 @@ using kube::stringOf;
 
 using json = nlohmann::json;
 
-int64_t specReplicas(const CachedPtr& rs) { return intOf(child(rs->obj, "spec"), "replicas", 1); }
-int64_t statusCount(const CachedPtr& rs, const char* k) { return intOf(child(rs->obj, "status"), k); }
-std::string creation(const CachedPtr& o) { return kube::getCreationTimestamp(o->obj).value_or(""); }
+int64_t specReplicas(const CachedPtr& rs) { return intOf(child(rs->obj(), "spec"), "replicas", 1); }
+int64_t statusCount(const CachedPtr& rs, const char* k) { return intOf(child(rs->obj(), "status"), k); }
+std::string creation(const CachedPtr& o) { return kube::getCreationTimestamp(o->obj()).value_or(""); }
 
 bool olderFirst(const CachedPtr& a, const CachedPtr& b) {
   if (creation(a) != creation(b)) return creation(a) < creation(b);
@@ -64,7 +64,7 @@ class DeploymentController : public Controller {
     // Recreate waits for the old pods to go: a pod deletion may unblock it.
     InformerHandlers pod;
     pod.onDelete = [this](const CachedPtr& p) {
-      auto ref = kube::getControllerOf(p->obj);
+      auto ref = kube::getControllerOf(*p->tree());
       if (!ref || ref->value("kind", "") != "ReplicaSet") return;
       if (auto rs = sets_.get(p->ns, ref->value("name", ""))) enqueueOwner(*rs);
     };
@@ -76,16 +76,16 @@ class DeploymentController : public Controller {
 
  private:
   void enqueueOwner(const CachedObject& rs) {
-    auto ref = kube::getControllerOf(rs.obj);
+    auto ref = kube::getControllerOf(rs.obj());
     if (ref) {
       if (ref->value("kind", "") == "Deployment") {
         queue_.add(objectKey(rs.ns, ref->value("name", "")));
       }
       return;
     }
-    auto labels = kube::getLabels(rs.obj);
+    auto labels = kube::getLabels(rs.obj());
     for (const auto& d : deps_.list(rs.ns)) {
-      auto sel = kube::LabelSelector::fromJson(child(d->obj, "spec").value("selector", json()));
+      auto sel = kube::LabelSelector::fromJson(child(d->obj(), "spec").value("selector", json()));
       if (sel && !sel->empty() && sel->matches(labels)) queue_.add(objectKey(d->ns, d->name));
     }
   }
@@ -108,18 +108,18 @@ class DeploymentController : public Controller {
   kube::Status sync(const std::string& key) {
     auto d = deps_.getByKey(key);
     if (!d) return kube::Status::OK();
-    const json& spec = child(d->obj, "spec");
+    const json& spec = child(d->obj(), "spec");
     auto selector = kube::LabelSelector::fromJson(spec.value("selector", json()));
     if (!selector || selector->empty() || selector->matchesNothing()) {
       spdlog::warn("event=deployment_invalid_selector deployment={}", key);
       return kube::Status::OK();
     }
-    if (auto f = resolveFenceposts(d->obj); !f) {
+    if (auto f = resolveFenceposts(d->obj()); !f) {
       spdlog::warn("event=deployment_invalid_strategy deployment={} error=\"{}\"", key,
                    f.error().message);
       return kube::Status::OK();
     }
-    OwnerInfo owner{"apps/v1", "Deployment", d->name, d->uid, kube::isBeingDeleted(d->obj)};
+    OwnerInfo owner{"apps/v1", "Deployment", d->name, d->uid, kube::isBeingDeleted(d->obj())};
     auto rsList = claimObjects(ctx_.rest, rsInfo_, owner, *selector, sets_.list(d->ns));
     View v;
     v.d = d;
@@ -142,9 +142,9 @@ class DeploymentController : public Controller {
   // Splits the claimed ReplicaSets into the new one (same template) and the old ones.
   void split(View& v, std::vector<CachedPtr> rsList) {
     std::sort(rsList.begin(), rsList.end(), olderFirst);
-    const json& tmpl = child(child(v.d->obj, "spec"), "template");
+    const json& tmpl = child(child(v.d->obj(), "spec"), "template");
     for (const auto& rs : rsList) {
-      if (!v.newRS && equalIgnoreHash(child(child(rs->obj, "spec"), "template"), tmpl)) {
+      if (!v.newRS && equalIgnoreHash(child(child(rs->obj(), "spec"), "template"), tmpl)) {
         v.newRS = rs;
       } else {
         v.oldRSs.push_back(rs);
@@ -155,7 +155,7 @@ class DeploymentController : public Controller {
   bool isScalingEvent(const View& v) {
     for (const auto& rs : v.all()) {
       if (specReplicas(rs) == 0) continue;
-      std::string desired = stringOf(child(child(rs->obj, "metadata"), "annotations"),
+      std::string desired = stringOf(child(child(rs->obj(), "metadata"), "annotations"),
                                      kDesiredReplicasAnnotation);
       if (!desired.empty() && desired != std::to_string(v.replicas)) return true;
     }
@@ -165,7 +165,7 @@ class DeploymentController : public Controller {
   // Sets spec.replicas and the desired/max annotations of one ReplicaSet.
   kube::Status scaleRS(View& v, CachedPtr& rs, int64_t size) {
     const std::string desired = std::to_string(v.replicas);
-    const std::string maxReplicas = std::to_string(v.replicas + maxSurgeOf(v.d->obj));
+    const std::string maxReplicas = std::to_string(v.replicas + maxSurgeOf(v.d->obj()));
     int64_t before = specReplicas(rs);
     auto r = ctx_.rest.mutate(rsInfo_, rs->ns, rs->name, "", [&](json& obj) {
       obj["spec"]["replicas"] = size;
@@ -193,7 +193,7 @@ class DeploymentController : public Controller {
     fields.involvedObject = {{"kind", "Deployment"}, {"apiVersion", "apps/v1"},
                              {"name", v.d->name},    {"namespace", v.d->ns},
                              {"uid", v.d->uid},
-                             {"resourceVersion", kube::getResourceVersion(v.d->obj)}};
+                             {"resourceVersion", kube::getResourceVersion(v.d->obj())}};
     fields.reason = reason;
     fields.message = message;
     fields.component = "deployment-controller";
@@ -208,14 +208,14 @@ class DeploymentController : public Controller {
   // deployment's revision annotation.
   kube::Status ensureNewRS(View& v, bool create) {
     int64_t maxOld = 0;
-    for (const auto& rs : v.oldRSs) maxOld = std::max(maxOld, revisionOf(rs->obj));
+    for (const auto& rs : v.oldRSs) maxOld = std::max(maxOld, revisionOf(rs->obj()));
     const std::string newRevision = std::to_string(maxOld + 1);
-    const json& spec = child(v.d->obj, "spec");
+    const json& spec = child(v.d->obj(), "spec");
     const std::string desired = std::to_string(v.replicas);
-    const std::string maxReplicas = std::to_string(v.replicas + maxSurgeOf(v.d->obj));
+    const std::string maxReplicas = std::to_string(v.replicas + maxSurgeOf(v.d->obj()));
     if (v.newRS) {
-      if (revisionOf(v.newRS->obj) < maxOld + 1 ||
-          intOf(child(v.newRS->obj, "spec"), "minReadySeconds") != intOf(spec, "minReadySeconds")) {
+      if (revisionOf(v.newRS->obj()) < maxOld + 1 ||
+          intOf(child(v.newRS->obj(), "spec"), "minReadySeconds") != intOf(spec, "minReadySeconds")) {
         auto r = ctx_.rest.mutate(rsInfo_, v.newRS->ns, v.newRS->name, "", [&](json& obj) {
           if (revisionOf(obj) < maxOld + 1) kube::setAnnotation(obj, kRevisionAnnotation, newRevision);
           obj["spec"]["minReadySeconds"] = intOf(spec, "minReadySeconds");
@@ -226,7 +226,7 @@ class DeploymentController : public Controller {
       }
     } else if (create) {
       std::optional<int32_t> collisions;
-      const json& st = child(v.d->obj, "status");
+      const json& st = child(v.d->obj(), "status");
       if (st.contains("collisionCount") && st["collisionCount"].is_number_integer()) {
         collisions = st["collisionCount"].get<int32_t>();
       }
@@ -261,8 +261,8 @@ class DeploymentController : public Controller {
         auto existing = ctx_.rest.get(rsInfo_, v.d->ns, name);
         if (!existing) return existing.error();
         auto c = makeCached(*existing);
-        if (c && kube::isControlledBy(c->obj, v.d->uid) &&
-            equalIgnoreHash(child(child(c->obj, "spec"), "template"), child(spec, "template"))) {
+        if (c && kube::isControlledBy(c->obj(), v.d->uid) &&
+            equalIgnoreHash(child(child(c->obj(), "spec"), "template"), child(spec, "template"))) {
           v.newRS = c;  // ours, the informer had not seen it yet
         } else {
           // A hash collision: bump collisionCount and try again with a new name.
@@ -293,8 +293,8 @@ class DeploymentController : public Controller {
       }
     }
     if (v.newRS) {
-      std::string rev = std::to_string(revisionOf(v.newRS->obj));
-      if (stringOf(child(child(v.d->obj, "metadata"), "annotations"), kRevisionAnnotation) != rev) {
+      std::string rev = std::to_string(revisionOf(v.newRS->obj()));
+      if (stringOf(child(child(v.d->obj(), "metadata"), "annotations"), kRevisionAnnotation) != rev) {
         auto r = ctx_.rest.mutate(dInfo_, v.d->ns, v.d->name, "", [&](json& obj) {
           kube::setAnnotation(obj, kRevisionAnnotation, rev);
           return kube::Status::OK();
@@ -308,11 +308,11 @@ class DeploymentController : public Controller {
 
   // Upstream NewRSNewReplicas: how big the new ReplicaSet may be now.
   int64_t newRSReplicas(const View& v, int64_t newSize) {
-    const json& strategy = child(child(v.d->obj, "spec"), "strategy");
+    const json& strategy = child(child(v.d->obj(), "spec"), "strategy");
     if (stringOf(strategy, "type", "RollingUpdate") != "RollingUpdate") return v.replicas;
     int64_t current = newSize;
     for (const auto& rs : v.oldRSs) current += specReplicas(rs);
-    int64_t maxTotal = v.replicas + maxSurgeOf(v.d->obj);
+    int64_t maxTotal = v.replicas + maxSurgeOf(v.d->obj());
     if (current >= maxTotal) return newSize;
     int64_t up = std::min(maxTotal - current, v.replicas - newSize);
     return newSize + std::max<int64_t>(up, 0);
@@ -344,7 +344,7 @@ class DeploymentController : public Controller {
     for (const auto& rs : v.oldRSs) oldPods += specReplicas(rs);
     if (oldPods == 0) return false;
     int64_t allPods = oldPods + (v.newRS ? specReplicas(v.newRS) : 0);
-    int64_t minAvailable = v.replicas - maxUnavailableOf(v.d->obj);
+    int64_t minAvailable = v.replicas - maxUnavailableOf(v.d->obj());
     int64_t newUnavailable =
         v.newRS ? specReplicas(v.newRS) - statusCount(v.newRS, "availableReplicas") : 0;
     int64_t maxScaledDown = allPods - minAvailable - newUnavailable;
@@ -392,7 +392,7 @@ class DeploymentController : public Controller {
     for (const auto& rs : v.oldRSs) {
       if (statusCount(rs, "replicas") > 0) return syncStatus(v, true);
       for (const auto& p : pods_.byIndex(kIndexOwnerUid, rs->uid)) {
-        std::string phase = stringOf(child(p->obj, "status"), "phase");
+        std::string phase = stringOf(child(*p->tree(), "status"), "phase");
         if (phase != "Succeeded" && phase != "Failed") return syncStatus(v, true);
       }
     }
@@ -426,7 +426,7 @@ class DeploymentController : public Controller {
       if (!target) return kube::Status::OK();
       return scaleRS(v, *target, v.replicas);
     }
-    int64_t allowed = v.replicas > 0 ? v.replicas + maxSurgeOf(v.d->obj) : 0;
+    int64_t allowed = v.replicas > 0 ? v.replicas + maxSurgeOf(v.d->obj()) : 0;
     int64_t current = 0;
     for (auto* rs : active) current += specReplicas(*rs);
     int64_t toAdd = allowed - current;
@@ -442,9 +442,9 @@ class DeploymentController : public Controller {
       int64_t size = specReplicas(*rs);
       int64_t part = 0;
       if (toAdd != 0 && added != toAdd) {
-        std::string maxAnn = stringOf(child(child((*rs)->obj, "metadata"), "annotations"),
+        std::string maxAnn = stringOf(child(child((*rs)->obj(), "metadata"), "annotations"),
                                       kMaxReplicasAnnotation);
-        int64_t annotated = maxAnn.empty() ? intOf(child(v.d->obj, "status"), "replicas")
+        int64_t annotated = maxAnn.empty() ? intOf(child(v.d->obj(), "status"), "replicas")
                                            : std::atoll(maxAnn.c_str());
         int64_t fraction = -size;
         if (v.replicas > 0 && annotated > 0) {
@@ -475,20 +475,20 @@ class DeploymentController : public Controller {
 
   // Deletes old, empty ReplicaSets beyond spec.revisionHistoryLimit (oldest revision first).
   void cleanup(View& v) {
-    int64_t limit = intOf(child(v.d->obj, "spec"), "revisionHistoryLimit", 10);
+    int64_t limit = intOf(child(v.d->obj(), "spec"), "revisionHistoryLimit", 10);
     std::vector<CachedPtr> alive;
     for (const auto& rs : v.oldRSs) {
-      if (!kube::isBeingDeleted(rs->obj)) alive.push_back(rs);
+      if (!kube::isBeingDeleted(rs->obj())) alive.push_back(rs);
     }
     int64_t diff = static_cast<int64_t>(alive.size()) - limit;
     if (diff <= 0) return;
     std::sort(alive.begin(), alive.end(), [](const CachedPtr& a, const CachedPtr& b) {
-      return revisionOf(a->obj) < revisionOf(b->obj);
+      return revisionOf(a->obj()) < revisionOf(b->obj());
     });
     for (const auto& rs : alive) {
       if (diff <= 0) break;
       if (specReplicas(rs) != 0 || statusCount(rs, "replicas") != 0 ||
-          statusCount(rs, "observedGeneration") != kube::getGeneration(rs->obj)) {
+          statusCount(rs, "observedGeneration") != kube::getGeneration(rs->obj())) {
         continue;
       }
       DeleteOptions d;
@@ -510,9 +510,9 @@ class DeploymentController : public Controller {
     }
     int64_t updated = v.newRS ? statusCount(v.newRS, "replicas") : 0;
     int64_t unavailable = std::max<int64_t>(totalSpec - available, 0);
-    const int64_t generation = kube::getGeneration(v.d->obj);
-    const int64_t minAvailable = v.replicas - maxUnavailableOf(v.d->obj);
-    const json& spec = child(v.d->obj, "spec");
+    const int64_t generation = kube::getGeneration(v.d->obj());
+    const int64_t minAvailable = v.replicas - maxUnavailableOf(v.d->obj());
+    const json& spec = child(v.d->obj(), "spec");
     const bool hasDeadline = spec.contains("progressDeadlineSeconds");
     const int64_t deadline = intOf(spec, "progressDeadlineSeconds", 600);
     const std::string rsName = v.newRS ? v.newRS->name : "";

@@ -55,22 +55,24 @@ class EndpointsController : public Controller {
       if (!r && r.error().code != kube::Code::NotFound) return r.error();
       return kube::Status::OK();
     }
-    auto selector = serviceSelector(svc->obj);
-    if (!selector || kube::isBeingDeleted(svc->obj)) return kube::Status::OK();
-    const bool publishNotReady = boolOf(child(svc->obj, "spec"), "publishNotReadyAddresses");
-    const bool noPorts = childArray(child(svc->obj, "spec"), "ports").empty();
+    auto selector = serviceSelector(svc->obj());
+    if (!selector || kube::isBeingDeleted(svc->obj())) return kube::Status::OK();
+    const bool publishNotReady = boolOf(child(svc->obj(), "spec"), "publishNotReadyAddresses");
+    const bool noPorts = childArray(child(svc->obj(), "spec"), "ports").empty();
 
     // Resolved port list (as JSON text) -> subset being built.
     std::map<std::string, json> subsets;
     for (const auto& p : pods_.list(ns)) {
-      if (!selector->matches(kube::getLabels(p->obj))) continue;
-      if (!podInEndpoints(p->obj, publishNotReady)) continue;
-      json addr = {{"ip", podIp(p->obj)},
+      if (!selector->matches(p->stored->labels)) continue;  // string labels, as stored
+      const JsonPtr podTree = p->tree();
+      const json& pod = *podTree;
+      if (!podInEndpoints(pod, publishNotReady)) continue;
+      json addr = {{"ip", podIp(pod)},
                    {"targetRef",
                     {{"kind", "Pod"}, {"namespace", p->ns}, {"name", p->name}, {"uid", p->uid}}}};
-      std::string node = stringOf(child(p->obj, "spec"), "nodeName");
+      std::string node = stringOf(child(pod, "spec"), "nodeName");
       if (!node.empty()) addr["nodeName"] = node;
-      json ports = resolvePorts(svc->obj, p->obj);
+      json ports = resolvePorts(svc->obj(), pod);
       if (ports.empty() && !noPorts) continue;  // no port of the Service exists on this pod
       json& subset = subsets[ports.dump()];
       if (!ports.empty()) {
@@ -79,7 +81,7 @@ class EndpointsController : public Controller {
         }
         subset["ports"] = ports;
       }
-      bool ready = publishNotReady || isPodReady(p->obj);
+      bool ready = publishNotReady || isPodReady(pod);
       subset[ready ? "addresses" : "notReadyAddresses"].push_back(addr);
     }
     json list = json::array();
@@ -89,13 +91,13 @@ class EndpointsController : public Controller {
       }
       list.push_back(s);
     }
-    auto labels = kube::getLabels(svc->obj);
-    if (stringOf(child(svc->obj, "spec"), "clusterIP") == "None") {
+    auto labels = kube::getLabels(svc->obj());
+    if (stringOf(child(svc->obj(), "spec"), "clusterIP") == "None") {
       labels["service.kubernetes.io/headless"] = "";
     }
     auto cur = endpoints_.get(ns, name);
     if (cur) {
-      if (childArray(cur->obj, "subsets") == list && kube::getLabels(cur->obj) == labels) {
+      if (childArray(cur->obj(), "subsets") == list && kube::getLabels(cur->obj()) == labels) {
         return kube::Status::OK();
       }
       auto r = ctx_.rest.mutate(epInfo_, ns, name, "", [&](json& obj) {

@@ -46,7 +46,7 @@ class EndpointSliceController : public Controller {
         queue_(controllerQueue("endpointslice", 2),
                [this](const std::string& key) { return sync(key); }) {
     slices_.addIndex(kServiceNameLabel, [](const CachedObject& o) {
-      auto labels = kube::getLabels(o.obj);
+      auto labels = kube::getLabels(o.obj());
       auto it = labels.find(kServiceNameLabel);
       if (it == labels.end() || labels[kManagedByLabel] != kManagedBy) {
         return std::vector<std::string>{};
@@ -57,7 +57,7 @@ class EndpointSliceController : public Controller {
     pods_.addHandlers(podHandlersForServices(services_, queue_));
     InformerHandlers slice;
     auto sliceChanged = [this](const CachedPtr& o) {
-      auto labels = kube::getLabels(o->obj);
+      auto labels = kube::getLabels(o->obj());
       if (labels[kManagedByLabel] == kManagedBy && labels.count(kServiceNameLabel)) {
         queue_.add(objectKey(o->ns, labels[kServiceNameLabel]));
       }
@@ -72,13 +72,16 @@ class EndpointSliceController : public Controller {
 
  private:
   std::vector<DesiredSlice> desired(const CachedObject& svc, const kube::LabelSelector& sel) {
-    const bool publishNotReady = boolOf(child(svc.obj, "spec"), "publishNotReadyAddresses");
+    const bool publishNotReady = boolOf(child(svc.obj(), "spec"), "publishNotReadyAddresses");
     std::map<std::string, DesiredSlice> groups;  // addressType + ports -> slice
     for (const auto& p : pods_.list(svc.ns)) {
-      if (!sel.matches(kube::getLabels(p->obj)) || !podInEndpoints(p->obj, true)) continue;
-      const std::string ip = podIp(p->obj);
-      const bool terminating = kube::isBeingDeleted(p->obj);
-      const bool podReady = isPodReady(p->obj);
+      if (!sel.matches(p->stored->labels)) continue;  // string labels, as stored
+      const JsonPtr podTree = p->tree();
+      const json& pod = *podTree;
+      if (!podInEndpoints(pod, true)) continue;
+      const std::string ip = podIp(pod);
+      const bool terminating = kube::isBeingDeleted(pod);
+      const bool podReady = isPodReady(pod);
       json ep = {{"addresses", json::array({ip})},
                  {"conditions",
                   {{"ready", publishNotReady || (podReady && !terminating)},
@@ -86,9 +89,9 @@ class EndpointSliceController : public Controller {
                    {"terminating", terminating}}},
                  {"targetRef",
                   {{"kind", "Pod"}, {"namespace", p->ns}, {"name", p->name}, {"uid", p->uid}}}};
-      std::string node = stringOf(child(p->obj, "spec"), "nodeName");
+      std::string node = stringOf(child(pod, "spec"), "nodeName");
       if (!node.empty()) ep["nodeName"] = node;
-      json ports = resolvePorts(svc.obj, p->obj);
+      json ports = resolvePorts(svc.obj(), pod);
       std::string type = ip.find(':') == std::string::npos ? "IPv4" : "IPv6";
       auto& g = groups[type + ports.dump()];
       g.addressType = type;
@@ -120,11 +123,11 @@ class EndpointSliceController : public Controller {
   kube::Status sync(const std::string& key) {
     auto [ns, name] = splitObjectKey(key);
     auto svc = services_.get(ns, name);
-    if (!svc || kube::isBeingDeleted(svc->obj)) return kube::Status::OK();  // GC removes slices
-    auto selector = serviceSelector(svc->obj);
+    if (!svc || kube::isBeingDeleted(svc->obj())) return kube::Status::OK();  // GC removes slices
+    auto selector = serviceSelector(svc->obj());
     if (!selector) return kube::Status::OK();
     auto want = desired(*svc, *selector);
-    kube::LabelSet labels = kube::getLabels(svc->obj);
+    kube::LabelSet labels = kube::getLabels(svc->obj());
     labels[kServiceNameLabel] = name;
     labels[kManagedByLabel] = kManagedBy;
     auto existing = slices_.byIndex(kServiceNameLabel, key);
@@ -136,7 +139,7 @@ class EndpointSliceController : public Controller {
     for (const auto& d : want) {
       bool placed = false;
       for (size_t i = 0; i < existing.size() && !placed; ++i) {
-        if (!used[i] && sameContent(existing[i]->obj, d, labels)) used[i] = placed = true;
+        if (!used[i] && sameContent(existing[i]->obj(), d, labels)) used[i] = placed = true;
       }
       if (!placed) unplaced.push_back(&d);
     }

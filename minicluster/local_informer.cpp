@@ -21,15 +21,41 @@ std::string stringAt(const json& obj, const char* a, const char* b) {
 
 }  // namespace
 
-CachedPtr makeCached(const ObjectPtr& stored) {
+JsonPtr CachedObject::tree() const {
+  std::lock_guard l(treeMu);
+  if (kept) return kept;
+  if (auto t = recent.lock()) return t;
+  auto t = std::make_shared<const json>(json::parse(stored->json, nullptr, false));
+  recent = t;
+  return t;
+}
+
+const json& CachedObject::obj() const {
+  {
+    std::lock_guard l(treeMu);
+    if (kept) return *kept;
+  }
+  JsonPtr t = tree();
+  std::lock_guard l(treeMu);
+  if (!kept) kept = std::move(t);
+  return *kept;
+}
+
+CachedPtr makeCached(const ObjectPtr& stored, bool keepTree, JsonPtr* tree) {
   if (!stored) return nullptr;
+  auto t = std::make_shared<const json>(json::parse(stored->json, nullptr, false));
+  if (t->is_discarded() || !t->is_object()) return nullptr;
   auto c = std::make_shared<CachedObject>();
   c->stored = stored;
-  c->obj = json::parse(stored->json, nullptr, false);
-  if (c->obj.is_discarded() || !c->obj.is_object()) return nullptr;
-  c->ns = stringAt(c->obj, "metadata", "namespace");
-  c->name = stringAt(c->obj, "metadata", "name");
-  c->uid = stringAt(c->obj, "metadata", "uid");
+  c->ns = stringAt(*t, "metadata", "namespace");
+  c->name = stringAt(*t, "metadata", "name");
+  c->uid = stringAt(*t, "metadata", "uid");
+  if (keepTree) {
+    c->kept = t;
+  } else {
+    c->recent = t;
+  }
+  if (tree) *tree = std::move(t);
   return c;
 }
 
@@ -43,18 +69,19 @@ std::pair<std::string, std::string> splitObjectKey(const std::string& key) {
   return {key.substr(0, slash), key.substr(slash + 1)};
 }
 
-LocalInformer::LocalInformer(Store& store, std::string prefix)
-    : store_(store), prefix_(std::move(prefix)) {
+LocalInformer::LocalInformer(Store& store, std::string prefix, bool keepTrees)
+    : store_(store), prefix_(std::move(prefix)), keepTrees_(keepTrees) {
   indexFns_[kIndexNamespace] = [](const CachedObject& o) {
     return o.ns.empty() ? std::vector<std::string>{} : std::vector<std::string>{o.ns};
   };
   indexFns_[kIndexNodeName] = [](const CachedObject& o) {
-    std::string node = stringAt(o.obj, "spec", "nodeName");
+    std::string node = stringAt(*o.tree(), "spec", "nodeName");
     return node.empty() ? std::vector<std::string>{} : std::vector<std::string>{node};
   };
   indexFns_[kIndexOwnerUid] = [](const CachedObject& o) {
     std::vector<std::string> uids;
-    const json& m = o.obj.contains("metadata") ? o.obj["metadata"] : json();
+    const JsonPtr t = o.tree();
+    const json& m = t->contains("metadata") ? (*t)["metadata"] : json();
     if (m.is_object() && m.contains("ownerReferences") && m["ownerReferences"].is_array()) {
       for (const auto& ref : m["ownerReferences"]) {
         if (ref.is_object() && ref.contains("uid") && ref["uid"].is_string()) {
@@ -148,17 +175,25 @@ size_t LocalInformer::size() const {
   return items_.size();
 }
 
+CachedPtr LocalInformer::prepare(const ObjectPtr& stored, JsonPtr* tree) const {
+  auto c = std::const_pointer_cast<CachedObject>(makeCached(stored, keepTrees_, tree));
+  if (!c) return nullptr;
+  for (const auto& [name, fn] : indexFns_) {
+    for (auto& v : fn(*c)) c->indexed.emplace_back(name, std::move(v));
+  }
+  c->indexed.shrink_to_fit();
+  return c;
+}
+
 void LocalInformer::fileIndexes(const CachedObject& o, bool add) {
   const std::string key = objectKey(o.ns, o.name);
-  for (const auto& [name, fn] : indexFns_) {
+  for (const auto& [name, v] : o.indexed) {
     auto& idx = indexes_[name];
-    for (const auto& v : fn(o)) {
-      if (add) {
-        idx[v].insert(key);
-      } else if (auto it = idx.find(v); it != idx.end()) {
-        it->second.erase(key);
-        if (it->second.empty()) idx.erase(it);
-      }
+    if (add) {
+      idx[v].insert(key);
+    } else if (auto it = idx.find(v); it != idx.end()) {
+      it->second.erase(key);
+      if (it->second.empty()) idx.erase(it);
     }
   }
 }
@@ -211,7 +246,8 @@ uint64_t LocalInformer::relist() {
   auto listed = store_.list(prefix_);
   std::set<std::string> seen;
   for (const auto& stored : listed.items) {
-    auto c = makeCached(stored);
+    JsonPtr tree;  // shared by the handlers of this object
+    auto c = prepare(stored, &tree);
     if (!c) continue;
     seen.insert(objectKey(c->ns, c->name));
     auto old = getByKey(objectKey(c->ns, c->name));
@@ -261,7 +297,8 @@ void LocalInformer::run() {
       if (!ev) continue;
       const Event& e = **ev;
       if (e.type == EventType::Bookmark) continue;
-      auto c = makeCached(e.object);
+      JsonPtr tree;  // shared by the handlers of this event
+      auto c = prepare(e.object, &tree);
       if (!c) continue;
       if (e.type == EventType::Deleted) {
         if (erase(objectKey(c->ns, c->name))) notifyDelete(c);
@@ -269,6 +306,7 @@ void LocalInformer::run() {
       }
       auto old = put(c);
       if (old) {
+        const JsonPtr oldTree = old->tree();  // parsed once for all handlers
         notifyUpdate(old, c);
       } else {
         notifyAdd(c);

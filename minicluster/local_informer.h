@@ -31,18 +31,41 @@
 
 namespace strait::minicluster {
 
+using JsonPtr = std::shared_ptr<const nlohmann::json>;
+
 // One cached object version. Immutable: shared between the cache, handlers and readers.
+// Thread-safe: every method may be called from any thread.
+//
+// The parsed tree is the costly part (a parsed Pod takes about six times its JSON), so an
+// informer that does not keep trees (LocalInformer's keepTrees == false, used for Pods)
+// caches only the JSON: tree() parses it on first use and shares that tree with every caller
+// while one of them holds it; the informer holds it while its handlers run.
 struct CachedObject {
   ObjectPtr stored;     // the store's version (key, rv, compact JSON, labels, fields)
-  nlohmann::json obj;   // the parsed object
   std::string ns;       // metadata.namespace ("" for cluster-scoped)
   std::string name;     // metadata.name
   std::string uid;      // metadata.uid
+  // (index name, value) pairs this object is filed under; set before it is shared.
+  std::vector<std::pair<std::string, std::string>> indexed;
+
+  // The parsed object, never null. Parsed again on a later call once no caller holds it
+  // (unless the tree is kept). Hold the pointer for as long as references into it are used.
+  JsonPtr tree() const;
+  // The parsed object; keeps the tree for the lifetime of this object from the first call,
+  // so references stay valid as long as the CachedPtr does. Meant for the few objects a
+  // controller reads repeatedly (its owners, Services); use tree() for Pods.
+  const nlohmann::json& obj() const;
+
+  // Internal to makeCached(): the tree when kept, and the last parse otherwise.
+  mutable std::mutex treeMu;
+  mutable JsonPtr kept;
+  mutable std::weak_ptr<const nlohmann::json> recent;
 };
 using CachedPtr = std::shared_ptr<const CachedObject>;
 
-// Builds a CachedObject from a stored object; null if its JSON is not an object.
-CachedPtr makeCached(const ObjectPtr& stored);
+// Builds a CachedObject from a stored object; null if its JSON is not an object. With
+// `keepTree` the parsed tree is kept with it; otherwise `*tree` (if given) receives it.
+CachedPtr makeCached(const ObjectPtr& stored, bool keepTree = true, JsonPtr* tree = nullptr);
 
 // "ns/name" (or "name" for cluster-scoped objects): the informer's and work queues' key.
 std::string objectKey(const std::string& ns, const std::string& name);
@@ -67,8 +90,9 @@ struct InformerHandlers {
 class LocalInformer {
  public:
   // `prefix` is the store prefix of the resource, e.g. Rest::prefix(podsInfo, "") ==
-  // "/core/pods/". No I/O, no thread.
-  LocalInformer(Store& store, std::string prefix);
+  // "/core/pods/". `keepTrees`: cache parsed trees with the objects (false for resources
+  // whose count grows with the workload: their objects parse on use). No I/O, no thread.
+  LocalInformer(Store& store, std::string prefix, bool keepTrees = true);
   ~LocalInformer();
   LocalInformer(const LocalInformer&) = delete;
   LocalInformer& operator=(const LocalInformer&) = delete;
@@ -104,6 +128,8 @@ class LocalInformer {
                std::chrono::milliseconds timeout) const;
   // Number of cached objects.
   size_t size() const;
+  // Whether cached objects keep their parsed trees (the constructor's keepTrees).
+  bool keepsTrees() const { return keepTrees_; }
 
  private:
   void run();
@@ -112,6 +138,8 @@ class LocalInformer {
   // Cache updates; each returns the previous version (null if none).
   CachedPtr put(const CachedPtr& obj);
   CachedPtr erase(const std::string& key);
+  // Makes the cached version of `stored` with its index values; `*tree` holds its tree.
+  CachedPtr prepare(const ObjectPtr& stored, JsonPtr* tree) const;
   void fileIndexes(const CachedObject& o, bool add);
   void notifyAdd(const CachedPtr& o);
   void notifyUpdate(const CachedPtr& oldObj, const CachedPtr& newObj);
@@ -119,6 +147,7 @@ class LocalInformer {
 
   Store& store_;
   const std::string prefix_;
+  const bool keepTrees_;
   std::vector<InformerHandlers> handlers_;  // fixed after start()
   std::map<std::string, IndexFunc> indexFns_;  // fixed after start()
 

@@ -40,7 +40,7 @@ class NamespaceObjectController : public Controller {
     auto ns = namespaces_.get("", nsName);
     if (!ns || !namespaceActive(*ns)) return kube::Status::OK();
     auto cur = objects_.get(nsName, spec_.name);
-    if (cur && (!spec_.upToDate || spec_.upToDate(cur->obj))) return kube::Status::OK();
+    if (cur && (!spec_.upToDate || spec_.upToDate(cur->obj()))) return kube::Status::OK();
     kube::Result<ObjectPtr> r = kube::makeError(kube::Code::NotFound, "");
     if (cur) {
       r = ctx_.rest.mutate(info_, nsName, spec_.name, "", [&](json& obj) {

@@ -47,7 +47,7 @@ class AggregationController : public Controller {
     // Any ClusterRole change may change what an aggregating role should hold.
     auto requeueAll = [this] {
       for (const auto& r : roles_.list()) {
-        if (selectorsOf(r->obj) != nullptr) queue_.add(r->name);
+        if (selectorsOf(r->obj()) != nullptr) queue_.add(r->name);
       }
     };
     InformerHandlers h;
@@ -63,11 +63,11 @@ class AggregationController : public Controller {
  private:
   kube::Status sync(const std::string& name) {
     auto role = roles_.get("", name);
-    if (!role || selectorsOf(role->obj) == nullptr) return kube::Status::OK();
+    if (!role || selectorsOf(role->obj()) == nullptr) return kube::Status::OK();
     std::vector<json> all;
-    for (const auto& r : roles_.list()) all.push_back(r->obj);
-    json want = aggregatedRules(role->obj, all);
-    if (role->obj.contains("rules") && role->obj["rules"] == want) return kube::Status::OK();
+    for (const auto& r : roles_.list()) all.push_back(r->obj());
+    json want = aggregatedRules(role->obj(), all);
+    if (role->obj().contains("rules") && role->obj()["rules"] == want) return kube::Status::OK();
     auto r = ctx_.rest.mutate(info_, "", name, "", [&](json& obj) -> kube::Status {
       if (selectorsOf(obj) == nullptr) return kube::Status::OK();
       obj["rules"] = want;

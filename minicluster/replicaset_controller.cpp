@@ -49,17 +49,22 @@ class ReplicaSetController : public Controller {
       expectations_.forget(key);
       return kube::Status::OK();
     }
-    const json& spec = child(rs->obj, "spec");
+    const json& spec = child(rs->obj(), "spec");
     auto selector = kube::LabelSelector::fromJson(spec.value("selector", json()));
     if (!selector || selector->empty()) {
       spdlog::warn("event=replicaset_invalid_selector replicaset={}", key);
       return kube::Status::OK();
     }
+    // Only Pods the selector matches or this ReplicaSet owns can be claimed; the others are
+    // passed over before their JSON is parsed.
+    std::set<std::string> ownedKeys;
+    for (const auto& p : pods_.byIndex(kIndexOwnerUid, rs->uid)) ownedKeys.insert(p->stored->key);
     std::vector<CachedPtr> active;
     for (const auto& p : pods_.list(rs->ns)) {
-      if (isPodActive(p->obj)) active.push_back(p);
+      if (!selector->matches(p->stored->labels) && !ownedKeys.count(p->stored->key)) continue;
+      if (isPodActive(*p->tree())) active.push_back(p);
     }
-    OwnerInfo owner{"apps/v1", "ReplicaSet", rs->name, rs->uid, kube::isBeingDeleted(rs->obj)};
+    OwnerInfo owner{"apps/v1", "ReplicaSet", rs->name, rs->uid, kube::isBeingDeleted(rs->obj())};
     auto owned = claimObjects(ctx_.rest, podInfo_, owner, *selector, active);
 
     kube::Status result;
@@ -73,7 +78,7 @@ class ReplicaSetController : public Controller {
   kube::Status manageReplicas(const CachedObject& rs, const OwnerInfo& owner,
                               const std::vector<CachedPtr>& owned) {
     const std::string key = objectKey(rs.ns, rs.name);
-    int64_t want = intOf(child(rs.obj, "spec"), "replicas", 1);
+    int64_t want = intOf(child(rs.obj(), "spec"), "replicas", 1);
     int64_t diff = static_cast<int64_t>(owned.size()) - want;
     if (diff < 0) {
       int n = static_cast<int>(std::min<int64_t>(-diff, kBurstReplicas));
@@ -92,10 +97,14 @@ class ReplicaSetController : public Controller {
       }
       spdlog::info("event=pods_created replicaset={} count={}", key, n);
     } else if (diff > 0) {
-      std::vector<CachedPtr> victims = owned;
-      std::sort(victims.begin(), victims.end(), [](const CachedPtr& a, const CachedPtr& b) {
-        return deleteBefore(a->obj, b->obj);
-      });
+      // Ranked on trees parsed once each (and dropped after: the cache keeps no Pod trees).
+      std::vector<std::pair<CachedPtr, JsonPtr>> ranked;
+      for (const auto& p : owned) ranked.emplace_back(p, p->tree());
+      std::sort(ranked.begin(), ranked.end(),
+                [](const auto& a, const auto& b) { return deleteBefore(*a.second, *b.second); });
+      std::vector<CachedPtr> victims;
+      for (auto& [p, tree] : ranked) victims.push_back(p);
+      ranked.clear();
       victims.resize(std::min<int64_t>(diff, kBurstReplicas));
       std::set<std::string> keys;
       for (const auto& v : victims) keys.insert(objectKey(v->ns, v->name));
@@ -115,7 +124,7 @@ class ReplicaSetController : public Controller {
   }
 
   static json podFromTemplate(const CachedObject& rs, const OwnerInfo& owner) {
-    const json& tmpl = child(child(rs.obj, "spec"), "template");
+    const json& tmpl = child(child(rs.obj(), "spec"), "template");
     json meta = json::object();
     const json& tmeta = child(tmpl, "metadata");
     for (const char* k : {"labels", "annotations", "finalizers"}) {
@@ -131,23 +140,25 @@ class ReplicaSetController : public Controller {
   }
 
   kube::Status updateStatus(const CachedObject& rs, const std::vector<CachedPtr>& owned) {
-    const json& spec = child(rs.obj, "spec");
+    const json& spec = child(rs.obj(), "spec");
     int64_t minReady = intOf(spec, "minReadySeconds");
     auto tmplLabels = kube::getLabels(child(spec, "template"));
     auto now = std::chrono::system_clock::now();
     int64_t fully = 0, ready = 0, available = 0;
     for (const auto& p : owned) {
-      auto labels = kube::getLabels(p->obj);
+      const JsonPtr podTree = p->tree();
+      const json& pod = *podTree;
+      auto labels = kube::getLabels(pod);
       bool all = std::all_of(tmplLabels.begin(), tmplLabels.end(), [&](const auto& kv) {
         auto it = labels.find(kv.first);
         return it != labels.end() && it->second == kv.second;
       });
       if (all) ++fully;
-      if (isPodReady(p->obj)) ++ready;
-      if (isPodAvailable(p->obj, minReady, now)) ++available;
+      if (isPodReady(pod)) ++ready;
+      if (isPodAvailable(pod, minReady, now)) ++available;
     }
     int64_t replicas = static_cast<int64_t>(owned.size());
-    int64_t generation = kube::getGeneration(rs.obj);
+    int64_t generation = kube::getGeneration(rs.obj());
     auto r = ctx_.rest.mutate(rsInfo_, rs.ns, rs.name, "status", [&](json& obj) {
       json& st = obj["status"];
       if (!st.is_object()) st = json::object();

@@ -195,7 +195,7 @@ class SchedulerImpl : public Scheduler {
       auto spec = unschedulableSpec_.find(o->key);
       json obj = json::parse(o->json, nullptr, false);
       if (!live || obj.is_discarded() || spec == unschedulableSpec_.end() ||
-          spec->second == obj.value("spec", json()).dump()) {
+          spec->second == specDigest(obj)) {
         return;
       }
       unschedulable_.erase(o->key);
@@ -302,9 +302,13 @@ class SchedulerImpl : public Scheduler {
     }
   }
 
+  static size_t specDigest(const json& pod) {
+    return std::hash<std::string>{}(pod.value("spec", json()).dump());
+  }
+
   void markUnschedulable(const std::string& key, const json& pod, const std::string& message) {
     unschedulable_.insert(key);
-    unschedulableSpec_[key] = pod.value("spec", json()).dump();
+    unschedulableSpec_[key] = specDigest(pod);
     std::string ns = kube::getNamespace(pod), name = kube::getName(pod);
     bool changed = false;
     auto r = rest_.mutate(*pods_, ns, name, "status", [&](json& p) -> kube::Status {
@@ -353,7 +357,8 @@ class SchedulerImpl : public Scheduler {
   std::deque<std::string> queue_;
   std::set<std::string> queued_;
   std::set<std::string> unschedulable_;
-  std::map<std::string, std::string> unschedulableSpec_;  // spec when found unschedulable
+  // A digest of the spec when found unschedulable (a digest, not the spec: it is kept per Pod).
+  std::map<std::string, size_t> unschedulableSpec_;
   std::mt19937 rng_{std::random_device{}()};
 };
 

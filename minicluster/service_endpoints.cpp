@@ -79,7 +79,7 @@ std::vector<std::string> servicesSelecting(const LocalInformer& services, const 
                                            const std::map<std::string, std::string>& labels) {
   std::vector<std::string> keys;
   for (const auto& svc : services.list(ns)) {
-    auto sel = serviceSelector(svc->obj);
+    auto sel = serviceSelector(svc->obj());
     if (sel && sel->matches(labels)) keys.push_back(objectKey(svc->ns, svc->name));
   }
   return keys;
@@ -87,7 +87,7 @@ std::vector<std::string> servicesSelecting(const LocalInformer& services, const 
 
 InformerHandlers podHandlersForServices(const LocalInformer& services, kube::WorkerPool& queue) {
   auto changed = [&services, &queue](const CachedPtr& p) {
-    for (const auto& k : servicesSelecting(services, p->ns, kube::getLabels(p->obj))) {
+    for (const auto& k : servicesSelecting(services, p->ns, kube::getLabels(*p->tree()))) {
       queue.add(k);
     }
   };

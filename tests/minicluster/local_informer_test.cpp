@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "minicluster/controller_context.h"
+#include "minicluster/registry.h"
+
 #include <mutex>
 #include <thread>
 
@@ -144,6 +147,81 @@ TEST(ObjectKeyTest, RoundTrips) {
   EXPECT_EQ(objectKey("", "n"), "n");
   EXPECT_EQ(splitObjectKey("ns/n"), (std::pair<std::string, std::string>{"ns", "n"}));
   EXPECT_EQ(splitObjectKey("n"), (std::pair<std::string, std::string>{"", "n"}));
+}
+
+// An informer that keeps no trees caches the stored JSON only: its handlers share one parse
+// per event, the tree is gone once nobody holds it, tree() parses it again, and the indexes
+// still file and unfile by the values computed when the object arrived.
+TEST_F(LocalInformerTest, WithoutKeptTreesCachesOnlyTheJson) {
+  putPod("a", "p1", "n1", "owner-1");
+  LocalInformer inf(*store_, "/core/pods/", false);
+  EXPECT_FALSE(inf.keepsTrees());
+  std::mutex mu;
+  std::vector<const json*> firstSeen, secondSeen;
+  InformerHandlers first, second;
+  first.onAdd = [&](const CachedPtr& o) {
+    std::lock_guard l(mu);
+    firstSeen.push_back(o->tree().get());
+  };
+  second.onAdd = [&](const CachedPtr& o) {
+    std::lock_guard l(mu);
+    secondSeen.push_back(o->tree().get());
+  };
+  inf.addHandlers(first);
+  inf.addHandlers(second);
+  inf.start();
+  ASSERT_TRUE(inf.waitForSync(5s));
+  putPod("a", "p2", "n2");
+  ASSERT_TRUE(eventually([&] { return inf.size() == 2; }));
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard l(mu);
+    return secondSeen.size() == 2;
+  }));
+  {
+    std::lock_guard l(mu);
+    EXPECT_EQ(firstSeen, secondSeen);  // one parse shared by both handlers
+  }
+  for (const char* name : {"p1", "p2"}) {
+    auto c = inf.get("a", name);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->kept, nullptr) << name;
+    EXPECT_TRUE(c->recent.expired()) << name;  // no tree outlives the handlers
+    JsonPtr t = c->tree();
+    EXPECT_EQ((*t)["metadata"]["name"], name);
+    EXPECT_EQ(c->tree(), t);  // shared while held
+  }
+  ASSERT_EQ(inf.byIndex(kIndexOwnerUid, "owner-1").size(), 1u);
+  ASSERT_EQ(inf.byIndex(kIndexNodeName, "n2").size(), 1u);
+  putPod("a", "p1", "n3");  // moves node, loses its owner
+  ASSERT_TRUE(eventually([&] { return inf.byIndex(kIndexNodeName, "n3").size() == 1; }));
+  EXPECT_TRUE(inf.byIndex(kIndexNodeName, "n1").empty());
+  EXPECT_TRUE(inf.byIndex(kIndexOwnerUid, "owner-1").empty());
+  deletePod("a", "p2");
+  ASSERT_TRUE(eventually([&] { return inf.byIndex(kIndexNodeName, "n2").empty(); }));
+  inf.stop();
+
+  // The default keeps trees with the cached objects.
+  LocalInformer keeping(*store_, "/core/pods/");
+  keeping.start();
+  ASSERT_TRUE(keeping.waitForSync(5s));
+  auto c = keeping.get("a", "p1");
+  ASSERT_TRUE(c);
+  EXPECT_NE(c->kept, nullptr);
+  EXPECT_EQ(&c->obj(), c->kept.get());
+  keeping.stop();
+}
+
+// The controllers' shared informers keep parsed trees for every resource except Pods, whose
+// number grows with the workload.
+TEST(InformerSetTest, PodInformerKeepsNoTrees) {
+  StoreOptions so;
+  auto store = newStore(so);
+  ASSERT_TRUE(store->open().ok());
+  Registry registry;
+  InformerSet set(*store, registry);
+  EXPECT_FALSE(set.informer("", "pods").keepsTrees());
+  EXPECT_TRUE(set.informer("", "services").keepsTrees());
+  EXPECT_TRUE(set.informer("apps", "replicasets").keepsTrees());
 }
 
 }  // namespace
