@@ -38,6 +38,19 @@ void addVnodeFlags(CLI::App* sub, VnodeFlags& f) {
   sub->add_option("--webhook-host", f.webhookHost,
                   "host the API server calls the webhook at (default: the listen host)")
       ->check(hostValidator());
+  sub->add_option("--webhook-service", f.webhookService,
+                  "NAMESPACE/NAME of the Service in front of the webhook: the configuration "
+                  "names it (clientConfig.service, port = the --webhook-listen port) instead "
+                  "of a URL, and the certificate names NAME.NAMESPACE.svc unless "
+                  "--webhook-host is given")
+      ->check([](const std::string& v) -> std::string {
+        auto slash = v.find('/');
+        if (slash == std::string::npos || slash == 0 || slash + 1 == v.size() ||
+            v.find('/', slash + 1) != std::string::npos) {
+          return "expected NAMESPACE/NAME, got \"" + v + "\"";
+        }
+        return "";
+      });
   sub->add_flag("--no-webhook", f.noWebhook, "do not serve the toleration webhook");
   sub->add_flag("--no-virtual-nodes", f.noVirtualNodes,
                 "run no virtual node for the peerings this cluster consumes (the peerings "
@@ -96,6 +109,10 @@ kube::Status VnodeRuntime::startWebhook(const kube::KeyPair& ca) {
   w.listenHost = flags_.webhookListen.substr(0, colon);
   w.listenPort = static_cast<uint16_t>(std::stoi(flags_.webhookListen.substr(colon + 1)));
   w.urlHost = flags_.webhookHost;
+  if (auto slash = flags_.webhookService.find('/'); slash != std::string::npos) {
+    w.serviceNamespace = flags_.webhookService.substr(0, slash);
+    w.serviceName = flags_.webhookService.substr(slash + 1);
+  }
   w.ca = ca;
   w.tolerations.taintEffect = flags_.taintEffect;
   webhook_ = std::make_unique<vnode::WebhookServer>(*client_, w);

@@ -25,6 +25,7 @@ struct VnodeFlags {
   std::string nodeAddress = "127.0.0.1";
   std::string webhookListen = "127.0.0.1:0";
   std::string webhookHost;
+  std::string webhookService;  // NAMESPACE/NAME: register clientConfig.service, not a URL
   bool noWebhook = false;
   bool noVirtualNodes = false;
   int podWorkers = 32;  // Pods reflected at once per virtual node (each waits on the stream)

@@ -161,6 +161,13 @@ std::map<KindKey, Node> buildSchemas() {
   schemas[{"discovery.k8s.io", "EndpointSlice"}] = metadataOnly;
   schemas[{"events.k8s.io", "Event"}] = metadataOnly;
   schemas[{"coordination.k8s.io", "Lease"}] = metadataOnly;
+  // admissionregistration.k8s.io/v1: webhooks merge by name (+patchMergeKey=name,
+  // +patchStrategy=merge), so a client's patch of one field keeps what the server or an
+  // agent set in the others (a caBundle).
+  for (const char* kind : {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}) {
+    schemas[{"admissionregistration.k8s.io", kind}] =
+        object({{"metadata", objectMeta}, {"webhooks", mergeByKey("name")}});
+  }
   return schemas;
 }
 

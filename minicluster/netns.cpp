@@ -141,6 +141,28 @@ std::pair<std::string, int> firstHost(const std::string& cidr) {
   return {buf, slash == std::string::npos ? 32 : std::atoi(cidr.c_str() + slash + 1)};
 }
 
+bool writeProcFile(const std::string& path, const std::string& value) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool written = ::write(fd, value.data(), value.size()) == static_cast<ssize_t>(value.size());
+  ::close(fd);
+  return written;
+}
+
+// Loads `rules` with `nft -f` inside the network namespace `netns`.
+kube::Status nftInNetns(const std::string& netns, const std::string& rules) {
+  char path[] = "/tmp/strait-nft-XXXXXX";
+  int fd = ::mkstemp(path);
+  if (fd < 0) return makeError(Code::Internal, std::string("mkstemp: ") + std::strerror(errno));
+  bool written = ::write(fd, rules.data(), rules.size()) == static_cast<ssize_t>(rules.size());
+  ::close(fd);
+  ProgramOutput o = written ? runProgram({"ip", "netns", "exec", netns, "nft", "-f", path})
+                            : ProgramOutput{-1, std::string("writing ") + path};
+  ::unlink(path);
+  if (o.exitCode == 0) return kube::Status::OK();
+  return makeError(Code::Internal, "nft in " + netns + " failed: " + o.text + " (rules: " + rules + ")");
+}
+
 bool pathExists(const std::string& p) {
   struct stat st {};
   return ::stat(p.c_str(), &st) == 0;
@@ -320,6 +342,9 @@ kube::Status ClusterNetwork::create(const std::vector<std::pair<std::string, std
         // itself (and its hostNetwork Pods) opens. No default route: nothing a Pod sends
         // leaves the cluster's namespaces through the host.
         {"-n", n.netns, "route", "add", kServiceCidr, "via", underlayPrefix_ + "1"},
+        // The other clusters' underlays, through the host (the internet between clouds).
+        // Pod and Service CIDRs are never routed between clusters.
+        {"-n", n.netns, "route", "add", kUnderlayCidr, "via", underlayPrefix_ + "1"},
         {"-n", n.netns, "link", "add", "cbr0", "address", mac, "type", "bridge"},
         {"-n", n.netns, "addr", "add", gw + "/" + std::to_string(len), "dev", "cbr0"},
         {"-n", n.netns, "link", "set", "cbr0", "up"},
@@ -338,17 +363,35 @@ kube::Status ClusterNetwork::create(const std::vector<std::pair<std::string, std
   for (const auto& s : steps) {
     if (auto st = ip(s); !st) return fail(st);
   }
+  // The host forwards between the underlay links of the clusters on it (this link's setting
+  // goes with the link) and reaches every Pod IP (the API server dials virtual kubelets and
+  // webhooks on Pod IPs). A pod CIDR another cluster on this host already routes is left to
+  // that cluster: give clusters that must reach each other's API servers distinct --pod-cidr.
+  if (!writeProcFile("/proc/sys/net/ipv4/conf/" + hostLink_ + "/forwarding", "1\n")) {
+    return fail(makeError(Code::Internal, "cannot turn on IPv4 forwarding on " + hostLink_));
+  }
+  for (const auto& [name, n] : nodes_) {
+    if (auto st = ip({"route", "add", n.podCidr, "via", n.address, "dev", hostLink_}); !st) {
+      spdlog::warn("event=pod_cidr_route_skipped cidr={} node={} error=\"{}\"", n.podCidr, name,
+                   st.error().message);
+    }
+  }
   for (const auto& [name, n] : nodes_) {
     bool written = false;
     bool entered = runInNetns(netnsPath(n.netns), [&] {
-      int fd = ::open("/proc/sys/net/ipv4/ip_forward", O_WRONLY | O_CLOEXEC);
-      if (fd < 0) return;
-      written = ::write(fd, "1\n", 2) == 2;
-      ::close(fd);
+      written = writeProcFile("/proc/sys/net/ipv4/ip_forward", "1\n");
     });
     if (!entered || !written) {
       return fail(makeError(Code::Internal, "cannot turn on IPv4 forwarding in " + n.netns));
     }
+    // Pods leaving the cluster for another underlay leave with the node's address, as
+    // behind a cloud's NAT gateway.
+    std::string rules = std::string("table ip ") + kEgressTable + " {\n"
+                        "  chain postrouting {\n"
+                        "    type nat hook postrouting priority 110; policy accept;\n"
+                        "    oifname \"eth0\" ip saddr " + n.podCidr + " ip daddr " + kUnderlayCidr +
+                        " ip daddr != " + underlayPrefix_ + "0/24 masquerade\n  }\n}\n";
+    if (auto st = nftInNetns(n.netns, rules); !st) return fail(st);
   }
   spdlog::info("event=cluster_network_created marker={} underlay={}0/24 nodes={}", marker_,
                underlayPrefix_, nodes_.size());

@@ -2,7 +2,8 @@
 // The network of one minicluster in the process runtime (private to minicluster/), built with
 // iproute2 (`ip`) in network namespaces the cluster creates and owns:
 //
-//   host ns  ──<marker>h──┐                      (one veth: the API server reaches kubelets)
+//   host ns  ──<marker>h──┐                      (one veth: the API server reaches kubelets
+//                          │                       and, via a route per podCIDR, Pod IPs)
 //   <marker>-<cluster>-underlay:  bridge br0 joining the host link and every node's uplink
 //   <marker>-<cluster>-<node>:    eth0 on the underlay (the Node's InternalIP), bridge cbr0
 //                                 (first address of the node's podCIDR) for its Pods, a route
@@ -10,6 +11,16 @@
 //                                 address (host-gw), IPv4 forwarding on
 //   <marker>-<cluster>-pod-<uid>: eth0 (veth to the node's cbr0) with the podIP, default
 //                                 route via the node
+//
+// Between clusters (two clouds and the internet): each node namespace routes 100.64.0.0/10,
+// every underlay, via the host's address on its own underlay; the host forwards between the
+// underlay links of the clusters on it (net.ipv4.conf.<marker>h.forwarding=1 on each link,
+// not the global ip_forward) and has a route to each node's podCIDR via that node. A Pod's
+// connection to another underlay leaves its node masqueraded to the node's address (nft
+// table `ip strait-egress` in the node namespace, as a cloud NAT gateway would). Pod and
+// Service CIDRs are never routed between clusters: what one cluster offers another is a
+// NodePort (or LoadBalancer node port) on its nodes' underlay addresses. An overlay between
+// clusters (a WireGuard tunnel) runs on top of this underlay.
 //
 // The marker is "st" + 6 hex digits of a hash of the cluster name; the underlay is a /24 in
 // 100.64.0.0/10 chosen from the same hash (the next free one if taken on this host), so two
@@ -31,6 +42,10 @@ namespace strait::minicluster {
 
 // The cluster's Service CIDR (ClusterIPs are allocated from it).
 inline constexpr const char* kServiceCidr = "10.96.0.0/12";
+// Where every cluster's underlay /24 lies; the node namespaces route it to the host.
+inline constexpr const char* kUnderlayCidr = "100.64.0.0/10";
+// The nft table (in each node namespace) that masquerades Pods leaving the cluster.
+inline constexpr const char* kEgressTable = "strait-egress";
 
 // What the process runtime needs from this machine and lacks ("root", "ip netns", ...);
 // empty when it can run. Creates nothing. `needNft` / `needDnsmasq` add the programs that

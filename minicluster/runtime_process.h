@@ -13,6 +13,11 @@
 // What a container runs: its command + args; with no command, an image
 // registry.k8s.io/e2e-test-images/agnhost:* runs `strait agnhost ARGS...`, any other image
 // `strait agnhost netexec --http-port=<first containerPort, else 80>` (containerArgv()).
+// A local image (ProcessRuntimeOptions::localImages, `strait minicluster --local-image
+// REPO[:TAG]=BINARY`) stands for an image holding one program: its containers run BINARY
+// with the container's command after its first word, then its args (the command's first
+// word is the program's path inside the image, which the host does not have).
+// No user namespaces: every container runs as root whatever its securityContext says.
 //
 // One minicluster per cluster name on a machine: a lock file under /run/strait keeps a
 // second one from starting, and start() sweeps what a killed predecessor left behind.
@@ -20,6 +25,7 @@
 // Thread-safe (same contract as SimulatedKubelets). Constructor does no I/O.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +50,9 @@ struct ProcessRuntimeOptions {
   // PEM private key that signs the ServiceAccount tokens of projected volumes; "" = none
   // (such volumes then fail to mount).
   std::string serviceAccountKeyPem;
+  // Image reference -> host binary (see the top of this file). A key without a tag or
+  // digest ("strait") matches every tag of that repository; one with a tag only that tag.
+  std::map<std::string, std::string> localImages;
 };
 
 // Where one container of a Pod runs and writes, for the kubelet API.
@@ -103,8 +112,16 @@ std::unique_ptr<ProcessKubelets> newProcessKubelets(Store& store, Registry& regi
 kube::Result<SweepReport> cleanupProcessRuntime(const std::string& clusterName);
 
 // The argv a container runs (see the top of this file). `container` is a core/v1 Container.
-std::vector<std::string> containerArgv(const nlohmann::json& container,
-                                       const std::string& straitBinary);
+std::vector<std::string> containerArgv(
+    const nlohmann::json& container, const std::string& straitBinary,
+    const std::map<std::string, std::string>& localImages = {});
+// The binary a local image maps `image` to (exact reference first, then its repository
+// without tag or digest); "" when none does.
+std::string localImageBinary(const std::string& image,
+                             const std::map<std::string, std::string>& localImages);
+// Parses `REPO[:TAG]=/path/to/binary` (--local-image); error (Invalid) naming what is wrong:
+// no '=', an empty reference, a relative path, a binary that is not an executable file.
+kube::Result<std::pair<std::string, std::string>> parseLocalImage(const std::string& text);
 
 // Kubelet API for process-runtime Pods (runtime_process_api.cpp).
 // GET /containerLogs: the container's log file; follow, previous, tailLines, limitBytes.

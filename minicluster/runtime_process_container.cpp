@@ -8,6 +8,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,9 +58,56 @@ int exitCodeOf(int waitStatus) {
   return -1;
 }
 
-std::vector<std::string> containerArgv(const json& container, const std::string& straitBinary) {
+namespace {
+
+// "repo:tag@digest" -> "repo" (a ':' after the last '/' starts the tag).
+std::string repositoryOf(const std::string& image) {
+  std::string repo = image.substr(0, image.find('@'));
+  auto slash = repo.rfind('/');
+  auto colon = repo.find(':', slash == std::string::npos ? 0 : slash);
+  return colon == std::string::npos ? repo : repo.substr(0, colon);
+}
+
+}  // namespace
+
+std::string localImageBinary(const std::string& image,
+                             const std::map<std::string, std::string>& localImages) {
+  if (image.empty() || localImages.empty()) return "";
+  if (auto it = localImages.find(image); it != localImages.end()) return it->second;
+  if (auto it = localImages.find(repositoryOf(image)); it != localImages.end()) return it->second;
+  return "";
+}
+
+kube::Result<std::pair<std::string, std::string>> parseLocalImage(const std::string& text) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos) {
+    return makeError(Code::Invalid, "--local-image " + text + ": expected REPO[:TAG]=/path/to/binary");
+  }
+  std::string image = text.substr(0, eq), binary = text.substr(eq + 1);
+  if (image.empty() || image.find_first_of(" \t=") != std::string::npos) {
+    return makeError(Code::Invalid, "--local-image " + text + ": the image reference is empty or has blanks");
+  }
+  if (binary.empty() || binary.front() != '/') {
+    return makeError(Code::Invalid, "--local-image " + text + ": the binary must be an absolute path");
+  }
+  struct stat st {};
+  if (::stat(binary.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(binary.c_str(), X_OK) != 0) {
+    return makeError(Code::Invalid, "--local-image " + text + ": " + binary + " is not an executable file");
+  }
+  return std::make_pair(image, binary);
+}
+
+std::vector<std::string> containerArgv(const json& container, const std::string& straitBinary,
+                                       const std::map<std::string, std::string>& localImages) {
   std::vector<std::string> command = strings(container, "command");
   std::vector<std::string> args = strings(container, "args");
+  if (std::string binary = localImageBinary(container.value("image", ""), localImages);
+      !binary.empty()) {
+    std::vector<std::string> argv = {binary};
+    if (!command.empty()) argv.insert(argv.end(), command.begin() + 1, command.end());
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
   if (!command.empty()) {
     command.insert(command.end(), args.begin(), args.end());
     return command;

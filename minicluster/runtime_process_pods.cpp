@@ -235,7 +235,7 @@ pid_t ProcessKubeletsImpl::launch(ProcPod& p, const json& spec, const std::strin
   fs::create_directories(fs::path(logPath).parent_path(), ec);
   int fd = ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
   LaunchSpec ls;
-  ls.argv = containerArgv(spec, opts_.straitBinary);
+  ls.argv = containerArgv(spec, opts_.straitBinary, opts_.localImages);
   ls.env = environment(p, name);
   lastEnv_ = ls.env;
   ls.netnsPath = p.netnsPath;

@@ -45,6 +45,8 @@ struct SimulationOptions {
   std::chrono::milliseconds nodeMonitorGracePeriod{40000};
   std::chrono::milliseconds nodeMonitorPeriod{1000};
   int64_t defaultTolerationSeconds = 300;
+  // Process runtime: image reference -> host binary its containers run (runtime_process.h).
+  std::map<std::string, std::string> localImages;
 };
 
 // The pool of `--nodes N --node-cpu C --node-memory M --node-pods P` (prefix "node").

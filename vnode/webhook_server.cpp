@@ -76,6 +76,19 @@ std::string WebhookServer::urlFor(const std::string& path) const {
   return "https://" + host + ":" + std::to_string(port()) + path;
 }
 
+json WebhookServer::clientConfigFor(const std::string& path) const {
+  json cc = {{"caBundle", kube::base64Encode(opts_.ca.certPem)}};
+  if (opts_.serviceName.empty()) {
+    cc["url"] = urlFor(path);
+  } else {
+    cc["service"] = {{"namespace", opts_.serviceNamespace},
+                     {"name", opts_.serviceName},
+                     {"path", path},
+                     {"port", static_cast<int>(port())}};
+  }
+  return cc;
+}
+
 json WebhookServer::desiredConfiguration() const {
   json webhook = {
       {"name", "tolerations.offloading.strait.io"},
@@ -84,7 +97,7 @@ json WebhookServer::desiredConfiguration() const {
       {"failurePolicy", "Ignore"},
       {"timeoutSeconds", 5},
       {"reinvocationPolicy", "Never"},
-      {"clientConfig", {{"url", url()}, {"caBundle", kube::base64Encode(opts_.ca.certPem)}}},
+      {"clientConfig", clientConfigFor(kPath)},
       {"namespaceSelector",
        {{"matchLabels", {{std::string(kLabelOffloaded), "true"}}}}},
       {"rules",
@@ -97,7 +110,7 @@ json WebhookServer::desiredConfiguration() const {
   // tolerate every taint): their Pods never belong on a virtual node.
   json daemonSets = webhook;
   daemonSets["name"] = "daemonsets.offloading.strait.io";
-  daemonSets["clientConfig"]["url"] = urlFor(kDaemonSetPath);
+  daemonSets["clientConfig"] = clientConfigFor(kDaemonSetPath);
   daemonSets.erase("namespaceSelector");
   daemonSets["rules"] = json::array({{{"apiGroups", json::array({"apps"})},
                                       {"apiVersions", json::array({"v1"})},
@@ -122,6 +135,7 @@ json essentials(const json& config) {
     if (!w.is_object()) continue;
     out[w.value("name", std::string())] = {
         {"url", w.value("/clientConfig/url"_json_pointer, std::string())},
+        {"service", w.value("/clientConfig/service"_json_pointer, json())},
         {"caBundle", w.value("/clientConfig/caBundle"_json_pointer, std::string())},
         {"failurePolicy", w.value("failurePolicy", json())},
         {"namespaceSelector", w.value("namespaceSelector", json())},
@@ -202,6 +216,9 @@ kube::Status WebhookServer::start() {
     return kube::makeError(kube::Code::Invalid, "webhook: the CA is required");
   }
   std::string host = opts_.urlHost.empty() ? opts_.listenHost : opts_.urlHost;
+  if (opts_.urlHost.empty() && !opts_.serviceName.empty()) {
+    host = opts_.serviceName + "." + opts_.serviceNamespace + ".svc";
+  }
   if (host == "0.0.0.0") host = "127.0.0.1";
   const bool isIp = host.find_first_not_of("0123456789.:[]") == std::string::npos;
   std::string bare = host;

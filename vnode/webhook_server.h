@@ -45,6 +45,10 @@ struct WebhookServerOptions {
   uint16_t listenPort = 0;  // 0 = any free port
   // Host in the URL the API server calls; default listenHost (127.0.0.1 for 0.0.0.0).
   std::string urlHost;
+  // When set, the configuration names this Service (clientConfig.service: namespace, name,
+  // port = the listen port) instead of a URL, as the API server resolves it; the serving
+  // certificate then names `urlHost`, default <serviceName>.<serviceNamespace>.svc.
+  std::string serviceNamespace, serviceName;
   kube::KeyPair ca;  // signs the serving certificate; its certificate is the caBundle
   TolerationWebhookConfig tolerations;
   std::string configName = "strait-offloading";
@@ -74,6 +78,8 @@ class WebhookServer {
  private:
   std::optional<Offloading> lookup(const std::string& ns);
   std::string urlFor(const std::string& path) const;
+  // clientConfig of the webhook at `path`: a URL, or the Service (see WebhookServerOptions).
+  nlohmann::json clientConfigFor(const std::string& path) const;
   nlohmann::json desiredConfiguration() const;
   // Creates or updates the configuration unless it already says what this server serves.
   // Sets *changed (if given) when it wrote.

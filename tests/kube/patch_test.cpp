@@ -629,6 +629,26 @@ Result<json> smpKind(const char* group, const char* kind, const json& original, 
   return applyStrategicMergePatch(original, patch, *schema);
 }
 
+// helm upgrade's three-way patch of a MutatingWebhookConfiguration whose caBundle an agent
+// wrote: the webhooks merge by name, so the caBundle the patch does not mention stays.
+TEST(StrategicMergePatchKindsTest, WebhookConfigurationsMergeWebhooksByName) {
+  for (const char* kind : {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}) {
+    json live = {{"webhooks",
+                  {{{"name", "a.example.com"},
+                    {"timeoutSeconds", 5},
+                    {"clientConfig", {{"url", "https://x/a"}, {"caBundle", "Q0E="}}}},
+                   {{"name", "b.example.com"}, {"timeoutSeconds", 5}}}}};
+    json patch = {{"$setElementOrder/webhooks", {{{"name", "a.example.com"}, {"name", "b.example.com"}}}},
+                  {"webhooks", {{{"name", "a.example.com"}, {"timeoutSeconds", 10}}}}};
+    auto r = smpKind("admissionregistration.k8s.io", kind, live, patch);
+    ASSERT_TRUE(r.ok()) << kind << ": " << r.error().message;
+    ASSERT_EQ((*r)["webhooks"].size(), 2u) << r->dump();
+    EXPECT_EQ((*r)["webhooks"][0]["timeoutSeconds"], 10) << r->dump();
+    EXPECT_EQ((*r)["webhooks"][0]["clientConfig"]["caBundle"], "Q0E=") << r->dump();
+    EXPECT_EQ((*r)["webhooks"][1]["name"], "b.example.com") << r->dump();
+  }
+}
+
 TEST(StrategicMergePatchKindsTest, KnownAndUnknownKinds) {
   for (auto [group, kind] :
        std::vector<std::pair<const char*, const char*>>{{"", "Pod"},
