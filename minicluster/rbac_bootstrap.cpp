@@ -45,6 +45,23 @@ json aggregated(const std::string& name, const std::string& selectorLabel, json 
   return role;
 }
 
+// upstream eventsRule(): what components need to record events.
+json eventsRule() {
+  return rule({"create", "update", "patch"}, {"", "events.k8s.io"}, {"events"});
+}
+
+json bindingTo(const std::string& name, json subjects) {
+  return {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+          {"kind", "ClusterRoleBinding"},
+          {"metadata", meta(name, json::object())},
+          {"roleRef", {{"apiGroup", kRbacGroup}, {"kind", "ClusterRole"}, {"name", name}}},
+          {"subjects", std::move(subjects)}};
+}
+
+json userSubject(const std::string& user) {
+  return {{"apiGroup", kRbacGroup}, {"kind", "User"}, {"name", user}};
+}
+
 json groupBinding(const std::string& name, const Strings& groups) {
   json subjects = json::array();
   for (const auto& g : groups) {
@@ -146,6 +163,66 @@ std::vector<json> defaultClusterRoles() {
   out.push_back(clusterRole(
       "system:public-info-viewer",
       json::array({urlRule({"get"}, {"/healthz", "/livez", "/readyz", "/version", "/version/"})})));
+  out.push_back(clusterRole(
+      "system:monitoring",
+      json::array({urlRule({"get"}, {"/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics",
+                                     "/metrics/slis", "/readyz", "/readyz/*"})})));
+  out.push_back(clusterRole(
+      "system:service-account-issuer-discovery",
+      json::array({urlRule({"get"}, {"/.well-known/openid-configuration",
+                                     "/.well-known/openid-configuration/", "/openid/v1/jwks",
+                                     "/openid/v1/jwks/"})})));
+  out.push_back(clusterRole(
+      "system:auth-delegator",
+      json::array({rule({"create"}, {"authentication.k8s.io"}, {"tokenreviews"}),
+                   rule({"create"}, {"authorization.k8s.io"}, {"subjectaccessreviews"})})));
+  out.push_back(clusterRole(
+      "system:heapster",
+      json::array({rule(kRead, {""}, {"events", "pods", "nodes", "namespaces"}),
+                   rule(kRead, {"extensions"}, {"deployments"})})));
+  out.push_back(clusterRole(
+      "system:kube-aggregator", json::array({rule(kRead, {""}, {"services", "endpoints"})})));
+  out.push_back(clusterRole(
+      "system:kube-dns", json::array({rule({"list", "watch"}, {""}, {"endpoints", "services"})})));
+  out.push_back(clusterRole(
+      "system:kubelet-api-admin",
+      json::array({rule(kRead, {""}, {"nodes"}), rule({"proxy"}, {""}, {"nodes"}),
+                   rule({"*"}, {""},
+                        {"nodes/proxy", "nodes/metrics", "nodes/spec", "nodes/stats",
+                         "nodes/log"})})));
+  out.push_back(clusterRole(
+      "system:node-bootstrapper",
+      json::array({rule({"create", "get", "list", "watch"}, {"certificates.k8s.io"},
+                        {"certificatesigningrequests"})})));
+  out.push_back(clusterRole(
+      "system:node-problem-detector",
+      json::array({rule({"get"}, {""}, {"nodes"}), rule({"patch"}, {""}, {"nodes/status"}),
+                   eventsRule()})));
+  out.push_back(clusterRole(
+      "system:node-proxier",
+      json::array({rule({"list", "watch"}, {""}, {"services", "endpoints"}),
+                   rule(kRead, {""}, {"nodes"}), eventsRule(),
+                   rule({"list", "watch"}, {"discovery.k8s.io"}, {"endpointslices"})})));
+  out.push_back(clusterRole(
+      "system:persistent-volume-provisioner",
+      json::array({rule({"get", "list", "watch", "create", "delete"}, {""}, {"persistentvolumes"}),
+                   rule({"get", "list", "watch", "update"}, {""}, {"persistentvolumeclaims"}),
+                   rule(kRead, {"storage.k8s.io"}, {"storageclasses"}),
+                   rule({"watch"}, {""}, {"events"}), eventsRule()})));
+  out.push_back(clusterRole(
+      "system:volume-scheduler",
+      json::array({rule({"get", "list", "watch", "update", "patch"}, {""}, {"persistentvolumes"}),
+                   rule(kRead, {"storage.k8s.io"}, {"storageclasses"}),
+                   rule({"get", "list", "watch", "update", "patch"}, {""},
+                        {"persistentvolumeclaims"})})));
+  out.push_back(clusterRole(
+      "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
+      json::array({rule({"create"}, {"certificates.k8s.io"},
+                        {"certificatesigningrequests/nodeclient"})})));
+  out.push_back(clusterRole(
+      "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
+      json::array({rule({"create"}, {"certificates.k8s.io"},
+                        {"certificatesigningrequests/selfnodeclient"})})));
   return out;
 }
 
@@ -154,7 +231,15 @@ std::vector<json> defaultClusterRoleBindings() {
           groupBinding("system:basic-user", {"system:authenticated"}),
           groupBinding("system:discovery", {"system:authenticated"}),
           groupBinding("system:public-info-viewer",
-                       {"system:authenticated", "system:unauthenticated"})};
+                       {"system:authenticated", "system:unauthenticated"}),
+          groupBinding("system:monitoring", {"system:monitoring"}),
+          groupBinding("system:service-account-issuer-discovery", {"system:serviceaccounts"}),
+          bindingTo("system:kube-dns", json::array({{{"kind", "ServiceAccount"},
+                                                     {"name", "kube-dns"},
+                                                     {"namespace", "kube-system"}}})),
+          bindingTo("system:node-proxier", json::array({userSubject("system:kube-proxy")})),
+          bindingTo("system:volume-scheduler",
+                    json::array({userSubject("system:kube-scheduler")}))};
 }
 
 kube::Status bootstrapRbacPolicy(Rest& rest, const Registry& registry) {

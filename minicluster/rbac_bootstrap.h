@@ -2,7 +2,9 @@
 // The default RBAC policy the API server creates at start (upstream
 // plugin/pkg/auth/authorizer/rbac/bootstrappolicy): the user-facing ClusterRoles cluster-admin,
 // admin, edit and view (the last three aggregated from the system:aggregate-to-* roles), the
-// discovery roles system:basic-user, system:discovery and system:public-info-viewer, and their
+// discovery roles system:basic-user, system:discovery and system:public-info-viewer, the
+// component roles (system:auth-delegator, system:node-proxier, system:kube-dns, system:heapster,
+// system:monitoring, system:kubelet-api-admin, system:volume-scheduler, ...), and their
 // ClusterRoleBindings.
 
 #include <string>
