@@ -39,6 +39,7 @@
 
 #include "bench/bench_client.h"
 #include "bench/inprocess_offload.h"
+#include "bench/offload_compare.h"
 #include "e2e/peering_fixture.h"
 #include "e2e/tcp_proxy.h"
 
@@ -271,7 +272,31 @@ int main(int argc, char** argv) {
   app.add_flag("--json", f.json, "JSON lines");
   app.add_flag("--in-process", f.inProcess,
                "reflector and applier in this process instead of agents and the stream");
+  bench::CompareFlags cf;
+  bool compare = false, compare10k = false;
+  app.add_flag("--compare", compare,
+               "Deployment to all Ready offloaded vs created directly in an identical provider "
+               "cluster (offload_compare.h)");
+  app.add_option("--replicas", cf.replicas, "--compare: Deployment sizes, in order (default "
+                 "1000 3000)");
+  app.add_flag("--with-10k", compare10k, "--compare: add a Deployment of 10,000 replicas");
+  app.add_option("--perf-dir", cf.perfDir,
+                 "--compare: perf record both API servers and agents into this directory");
+  app.add_option("--consumer-agent-arg", cf.consumerAgentArgs,
+                 "--compare: extra flag for the consumer agent (repeatable)")
+      ->allow_extra_args(false);
   CLI11_PARSE(app, argc, argv);
+  if (compare) {
+    cf.strait = f.strait;
+    if (cf.replicas.empty()) cf.replicas = {1000, 3000};
+    if (compare10k) cf.replicas.push_back(10000);
+    cf.providerNodes = f.providerNodes;
+    cf.timeoutSeconds = f.timeoutSeconds;
+    cf.json = f.json;
+    signal(SIGPIPE, SIG_IGN);
+    spdlog::set_level(spdlog::level::warn);
+    return bench::runOffloadCompare(cf);
+  }
   setenv("STRAIT_BIN", f.strait.c_str(), 1);
   signal(SIGPIPE, SIG_IGN);
   spdlog::set_level(spdlog::level::warn);  // the in-process reflector logs each Pod at info

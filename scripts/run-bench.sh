@@ -71,5 +71,24 @@ else
   echo "run-bench: $OFFLOAD_BENCH not built (run: make bench)" >&2
   status=1
 fi
+# Offloaded vs direct: a Deployment of 1,000 then 3,000 replicas to all Ready, offloaded to a
+# virtual node vs created directly in an identical provider cluster (OFFLOAD_COMPARE_10K=1
+# adds 10,000).
+if [ -x "$OFFLOAD_BENCH" ]; then
+  cflags=(--compare)
+  if [ "${BENCH_JSON:-0}" = 1 ]; then cflags+=(--json); fi
+  if [ "${OFFLOAD_COMPARE_10K:-0}" = 1 ]; then cflags+=(--with-10k); fi
+  "$OFFLOAD_BENCH" --strait "$STRAIT" "${cflags[@]}" || status=1
+fi
+# Peerings in numbers: one consumer with 20 providers, one provider with 20 consumers.
+SCALE_BENCH="$BUILD/bench/scale_bench"
+if [ -x "$SCALE_BENCH" ]; then
+  sflags=()
+  if [ "${BENCH_JSON:-0}" = 1 ]; then sflags+=(--json); fi
+  "$SCALE_BENCH" --strait "$STRAIT" "${sflags[@]}" || status=1
+else
+  echo "run-bench: $SCALE_BENCH not built (run: make bench)" >&2
+  status=1
+fi
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 exit $status

@@ -148,6 +148,8 @@ class Minicluster {
 
   const std::string& kubeconfig() const { return kubeconfig_; }
   const std::string& server() const { return server_; }
+  // The server process's pid; -1 when not started.
+  pid_t pid() const { return process_.pid(); }
   // What the server wrote so far (stdout, then stderr).
   std::string serverLog() const { return process_.stdoutText() + process_.stderrText(); }
   const std::string& workDir() const { return dir_->path(); }
