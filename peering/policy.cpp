@@ -67,6 +67,8 @@ ResourceMap onePodRequests(const nlohmann::json& pod) {
   return containers;
 }
 
+}  // namespace
+
 bool nodeUsable(const nlohmann::json& node) {
   if (node.value("/spec/unschedulable"_json_pointer, false)) return false;
   const nlohmann::json* conds = nullptr;
@@ -79,8 +81,6 @@ bool nodeUsable(const nlohmann::json& node) {
   }
   return false;
 }
-
-}  // namespace
 
 kube::Result<ResourceMap> parseResourceArg(const std::string& text) {
   ResourceMap out;

@@ -36,6 +36,8 @@ std::string formatResources(const ResourceMap& r);
 // Free allocatable from a NodeList and a PodList (JSON items). Nodes that are not Ready or
 // are unschedulable are skipped; pods in phase Succeeded/Failed are not counted.
 ResourceMap freeAllocatable(const nlohmann::json& nodes, const nlohmann::json& pods);
+// The node counts in freeAllocatable: Ready and not unschedulable.
+bool nodeUsable(const nlohmann::json& node);
 // Sum of container requests (max with init containers, as the scheduler counts) of the
 // non-terminal pods in the list; "pods" counts the pods.
 ResourceMap podRequests(const nlohmann::json& pods);

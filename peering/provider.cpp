@@ -46,7 +46,7 @@ json providerConditions(bool connected, const std::string& reason, const std::st
 
 ProviderService::ProviderService(const ClusterIdentity& identity, kube::Client& client,
                                  ProviderConfig config)
-    : identity_(identity), client_(client), config_(std::move(config)) {}
+    : identity_(identity), client_(client), config_(std::move(config)), capacity_(client) {}
 
 kube::Status ProviderService::load() {
   kube::Result<json> list = client_.list(kForeignClusters, "");
@@ -70,6 +70,7 @@ kube::Status ProviderService::load() {
     consumers_[id] = std::move(c);
   }
   spdlog::info("event=provider_loaded consumers={}", consumers_.size());
+  capacity_.start();
   return kube::Status::OK();
 }
 
@@ -120,7 +121,10 @@ kube::Status ProviderService::checkToken(const std::string& tokenText,
 kube::Result<ResourceMap> ProviderService::computeGrant(const std::string& consumerId,
                                                         const ResourceMap& requested) {
   ResourceMap free;
-  if (config_.policy.explicitBudget.empty()) {
+  if (config_.policy.explicitBudget.empty() && capacity_.hasSynced()) {
+    free = capacity_.freeAllocatable();
+  } else if (config_.policy.explicitBudget.empty()) {
+    // Before the watches have listed once (just after start).
     kube::Result<json> nodes = client_.list(kube::resources::kNodes, "");
     if (!nodes.ok()) return nodes.error();
     kube::ListOptions opts;
@@ -352,6 +356,12 @@ ProviderSummary ProviderService::currentSummary(std::chrono::system_clock::time_
       now - summaryAt_ < config_.summaryMaxAge) {
     return summary_;
   }
+  if (capacity_.hasSynced()) {
+    summary_ = capacity_.summary();
+    summaryAt_ = now;
+    return summary_;
+  }
+  // Before the watches have listed once (just after start): one LIST each.
   kube::Result<json> nodes = client_.list(kube::resources::kNodes, "");
   kube::Result<json> pods = client_.list(kube::resources::kPods, "");
   if (!nodes.ok() || !pods.ok()) {
@@ -359,8 +369,7 @@ ProviderSummary ProviderService::currentSummary(std::chrono::system_clock::time_
                  !nodes.ok() ? nodes.error().message : pods.error().message);
     return summary_;  // the last good one (empty before the first)
   }
-  summary_ = summarizeProvider(nodes->value("items", json::array()),
-                               pods->value("items", json::array()));
+  summary_ = summarizeProvider((*nodes)["items"], (*pods)["items"]);
   summaryAt_ = now;
   return summary_;
 }

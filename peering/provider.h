@@ -24,6 +24,7 @@
 #include "kube/pod_security.h"
 #include "peering/identity.h"
 #include "peering/policy.h"
+#include "peering/provider_capacity.h"
 #include "peering/summary.h"
 #include "peering/transport.h"
 
@@ -33,8 +34,9 @@ struct ProviderConfig {
   PolicyConfig policy;
   std::chrono::seconds certTtl{3600};               // client certificates' validity
   std::chrono::milliseconds consumerLostAfter{5000};  // no heartbeat this long: Connected=False
-  // The provider summary sent in heartbeats is recomputed (NodeList + PodList) at most this
-  // often; the virtual node's capacity follows the provider within this + one heartbeat.
+  // The provider summary sent in heartbeats is recomputed (from the Node and Pod watches of
+  // provider_capacity.h) at most this often; the virtual node's capacity follows the
+  // provider within this + one heartbeat.
   std::chrono::milliseconds summaryMaxAge{500};
   // The Pod Security Standards level of the consumers' Pods here: the tenant namespace is
   // labelled pod-security.kubernetes.io/enforce=<level> (the reflection stream enforces it).
@@ -46,7 +48,8 @@ class ProviderService final : public PeeringHandler {
   // `identity` and `client` are borrowed and must outlive the service. No I/O here.
   ProviderService(const ClusterIdentity& identity, kube::Client& client, ProviderConfig config);
 
-  // Loads the active peerings (ForeignClusters with role Consumer). Call before serving.
+  // Loads the active peerings (ForeignClusters with role Consumer) and starts watching Nodes
+  // and Pods for the capacity summary and grants. Call once, before serving.
   kube::Status load();
   // Periodic work: finishes clean-ups asked for by revocation records (left by
   // `strait unpeer --force` while this agent was down), marks silent consumers
@@ -113,7 +116,8 @@ class ProviderService final : public PeeringHandler {
   void sweepExpiredTokens(std::chrono::system_clock::time_point now);
   kube::Status checkToken(const std::string& tokenText, const std::string& consumerId);
   kube::Status requireActive(const Caller& caller, Consumer* out);
-  // Lists Nodes and Pods; called with mu_ held, which serializes grant decisions.
+  // From the capacity watches (Nodes and Pods listed until they have synced); called with
+  // mu_ held, which serializes grant decisions.
   kube::Result<ResourceMap> computeGrant(const std::string& consumerId,
                                          const ResourceMap& requested) REQUIRES(mu_);
   kube::Result<std::string> upsertForeignCluster(const std::string& consumerId,
@@ -144,7 +148,10 @@ class ProviderService final : public PeeringHandler {
   UsageSource usageSource_ GUARDED_BY(mu_);
   std::map<std::string, Consumer> consumers_ GUARDED_BY(mu_);  // by consumer cluster ID
 
-  base::Mutex summaryMu_;  // held while listing
+  // Node and Pod watches; the summary and grants are computed from them once synced.
+  ProviderCapacity capacity_;
+
+  base::Mutex summaryMu_;  // held while computing
   ProviderSummary summary_ GUARDED_BY(summaryMu_);
   std::chrono::system_clock::time_point summaryAt_ GUARDED_BY(summaryMu_);
 };

@@ -25,25 +25,36 @@ kube::Quantity cpuOf(const ResourceMap& m) {
 }  // namespace
 
 ProviderSummary summarizeProvider(const json& nodes, const json& pods) {
-  ProviderSummary s;
-  if (!nodes.is_array()) return s;
-  std::map<std::string, json> podsByNode;
+  std::map<std::string, ResourceMap> usedByNode;
   if (pods.is_array()) {
     for (const json& p : pods) {
       std::string n = nodeNameOfPod(p);
       if (n.empty()) continue;
-      auto [it, inserted] = podsByNode.try_emplace(n, json::array());
-      it->second.push_back(p);
+      ResourceMap r = podRequests(json::array({p}));  // terminal Pods request nothing
+      if (!r.empty()) usedByNode[n] = addResources(usedByNode[n], r);
     }
   }
+  return summarizeProviderUsage(nodes, usedByNode);
+}
+
+ProviderSummary summarizeProviderUsage(const json& nodes,
+                                       const std::map<std::string, ResourceMap>& usedByNode) {
+  ProviderSummary s;
+  if (!nodes.is_array()) return s;
   std::map<std::string, std::set<std::string>> topology;
   for (const json& node : nodes) {
     if (!node.is_object()) continue;
     const std::string name = kube::getName(node);
-    auto podsIt = podsByNode.find(name);
-    ResourceMap free = freeAllocatable(
-        json::array({node}), podsIt == podsByNode.end() ? json::array() : podsIt->second);
+    ResourceMap free = freeAllocatable(json::array({node}), json::array());
     if (free.empty()) continue;  // not Ready or unschedulable
+    if (auto used = usedByNode.find(name); used != usedByNode.end()) {
+      for (const auto& [k, v] : used->second) {
+        auto it = free.find(k);
+        if (it == free.end()) continue;
+        kube::Result<kube::Quantity> left = it->second.sub(v);
+        it->second = left.ok() && left->sign() > 0 ? *left : kube::Quantity();
+      }
+    }
     s.pooledFree = addResources(s.pooledFree, free);
     auto labels = kube::getLabels(node);
     for (const char* key : {"topology.kubernetes.io/region", "topology.kubernetes.io/zone"}) {

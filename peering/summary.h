@@ -36,6 +36,10 @@ struct ProviderSummary {
 // not Ready or are unschedulable are left out (freeAllocatable's rule). Malformed items are
 // skipped, never fatal.
 ProviderSummary summarizeProvider(const nlohmann::json& nodes, const nlohmann::json& pods);
+// The same from the Nodes and what the Pods bound to each node request (podRequests of that
+// node's Pods, keyed by node name): the form a watch keeps current (provider_capacity.h).
+ProviderSummary summarizeProviderUsage(const nlohmann::json& nodes,
+                                       const std::map<std::string, ResourceMap>& usedByNode);
 
 // Wire form (HeartbeatResponse.summary). fromProto drops quantities that do not parse or
 // are negative (input from the network).
