@@ -36,6 +36,8 @@ bool notOlder(const std::string& incoming, const std::string& cached) {
 
 struct StreamClient::Pending {
   StreamMessageType request = StreamMessageType::Apply;
+  bool refresh = false;  // a GET sent by refreshRemotePod: nobody waits, the reply is cached
+  std::string key;       // refresh: "remoteNs/name"
   std::condition_variable_any cv;
   bool done = false;
   kube::Result<json> result = json();
@@ -134,7 +136,7 @@ void StreamClient::run() {
 void StreamClient::runConnection(peering::EventStream& s) {
   lastReceivedMs_ = nowMs();
   // A refused stream fails this write; the reader then collects why.
-  (void)send(StreamMessage::ofType(StreamMessageType::ResyncBegin));
+  (void)send(StreamMessage::resyncBegin());
   std::thread reader([this, &s] {
     v1::ReflectionEvent e;
     while (s.read(&e)) {
@@ -198,6 +200,16 @@ void StreamClient::handle(const StreamMessage& m) {
       base::MutexLock lock(mu_);
       auto it = pending_.find(m.seq);
       if (it == pending_.end()) return;  // timed out meanwhile
+      if (it->second->refresh) {
+        const std::string key = it->second->key;
+        if (!m.error && m.object.is_object()) {
+          cacheRemotePodLocked(key, m.object);
+        } else if (m.error && m.error->code == kube::Code::NotFound) {
+          remotePods_.erase(key);
+        }
+        pending_.erase(it);
+        return;  // onRemoteChange was called for the STATUS_PATCH that asked
+      }
       it->second->result = m.replyResult();
       it->second->done = true;
       it->second->cv.notify_all();
@@ -236,6 +248,40 @@ void StreamClient::handle(const StreamMessage& m) {
           cacheRemotePodLocked(key, m.object);
         }
       }
+      if (opts_.onRemoteChange) {
+        if (std::optional<std::string> local = opts_.mapping.localNamespace(m.ns)) {
+          opts_.onRemoteChange(*local + "/" + m.name);
+        }
+      }
+      return;
+    }
+    case StreamMessageType::StatusPatch: {
+      if (m.kind != "Pod") return;
+      const std::string key = m.ns + "/" + m.name;
+      bool refresh = false;
+      {
+        base::MutexLock lock(mu_);
+        auto cur = remotePods_.find(key);
+        const json& meta = m.object.value("metadata", json::object());
+        const std::string target =
+            meta.is_object() ? meta.value("resourceVersion", std::string()) : std::string();
+        if (cur != remotePods_.end() && cur->second.resourceVersion == m.baseResourceVersion) {
+          kube::Result<json> patched = m.applyStatusPatch(json::from_cbor(cur->second.cbor));
+          if (patched.ok()) {
+            cur->second = RemotePod{kube::getResourceVersion(*patched), json::to_cbor(*patched)};
+          } else {
+            spdlog::warn("event=stream_bad_status_patch consumer={} pod={} error=\"{}\"",
+                         opts_.consumerId, key, patched.error().message);
+            refresh = true;
+          }
+        } else if (cur == remotePods_.end() || target.empty() ||
+                   !notOlder(cur->second.resourceVersion, target)) {
+          // Not the copy the patch was made from (only an APPLY's REPLY races with the
+          // provider's watch): ask for the whole Pod. A copy as new as the patch's is kept.
+          refresh = true;
+        }
+      }
+      if (refresh) refreshRemotePod(m.ns, m.name);
       if (opts_.onRemoteChange) {
         if (std::optional<std::string> local = opts_.mapping.localNamespace(m.ns)) {
           opts_.onRemoteChange(*local + "/" + m.name);
@@ -303,8 +349,25 @@ kube::Result<json> StreamClient::call(StreamMessage m) {
   return p->result;
 }
 
+void StreamClient::refreshRemotePod(const std::string& ns, const std::string& name) {
+  StreamMessage m = StreamMessage::get("Pod", ns, name, nextSeq_++);
+  auto p = std::make_shared<Pending>();
+  p->request = StreamMessageType::Get;
+  p->refresh = true;
+  p->key = ns + "/" + name;
+  {
+    base::MutexLock lock(mu_);
+    pending_[m.seq] = p;
+  }
+  if (!send(m)) {
+    base::MutexLock lock(mu_);
+    pending_.erase(m.seq);
+  }
+}
+
 void StreamClient::failPending(const std::string& why) {
   base::MutexLock lock(mu_);
+  std::erase_if(pending_, [](const auto& e) { return e.second->refresh; });
   for (auto& [seq, p] : pending_) {
     if (p->done) continue;
     p->result = kube::makeError(kube::Code::Unavailable, why);

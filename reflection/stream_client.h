@@ -9,7 +9,8 @@
 //    a failure with jittered exponential backoff (100 ms .. 5 s); when the stream breaks,
 //    calls in flight fail with Unavailable and the remote cache is cleared; it is refilled
 //    by the provider's initial list on the next connection (remoteSynced() turns true at its
-//    SYNCED marker);
+//    SYNCED marker); a Pod's later changes arrive as STATUS_PATCH (applied to the cached
+//    copy; a copy at another version is fetched again with a GET);
 //  - KEEPALIVE every keepaliveInterval; a stream silent for deadAfter is cancelled (and
 //    redialled).
 // The vnode re-lists its local Pods in onConnected and then calls resyncDone(origin uids),
@@ -101,6 +102,9 @@ class StreamClient : public RemoteObjects {
   bool send(const StreamMessage& m);
   kube::Result<nlohmann::json> call(StreamMessage m);
   void failPending(const std::string& why);
+  // Asks the provider for the whole Pod (a GET whose REPLY replaces the cached copy), when a
+  // STATUS_PATCH does not apply to the cached one. Does not wait.
+  void refreshRemotePod(const std::string& ns, const std::string& name);
   // Keeps `pod` for `key` unless the cached one is newer.
   void cacheRemotePodLocked(const std::string& key, const nlohmann::json& pod) REQUIRES(mu_);
   bool sleepFor(std::chrono::milliseconds d);

@@ -6,6 +6,7 @@
 
 #include "kube/json_parse.h"
 #include "kube/object.h"
+#include "kube/patch.h"
 #include "kube/validation.h"
 
 namespace strait::reflection {
@@ -14,7 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::array<std::pair<StreamMessageType, const char*>, 11> kTypeNames = {{
+constexpr std::array<std::pair<StreamMessageType, const char*>, 12> kTypeNames = {{
     {StreamMessageType::Apply, "APPLY"},
     {StreamMessageType::Delete, "DELETE"},
     {StreamMessageType::Status, "STATUS"},
@@ -26,7 +27,11 @@ constexpr std::array<std::pair<StreamMessageType, const char*>, 11> kTypeNames =
     {StreamMessageType::Get, "GET"},
     {StreamMessageType::Reply, "REPLY"},
     {StreamMessageType::Synced, "SYNCED"},
+    {StreamMessageType::StatusPatch, "STATUS_PATCH"},
 }};
+
+constexpr const char* kAcceptsStatusPatch = "STATUS_PATCH";
+constexpr size_t kMaxResourceVersionBytes = 64;
 
 constexpr size_t kMaxErrorMessageBytes = 64 * 1024;
 
@@ -35,7 +40,8 @@ constexpr std::array<const char*, 5> kKinds = {"Pod", "ConfigMap", "Secret", "Se
 
 bool carriesObject(StreamMessageType t) {
   return t == StreamMessageType::Apply || t == StreamMessageType::Delete ||
-         t == StreamMessageType::Status || t == StreamMessageType::Gone ||
+         t == StreamMessageType::Status || t == StreamMessageType::StatusPatch ||
+         t == StreamMessageType::Gone ||
          t == StreamMessageType::Event || t == StreamMessageType::Get;
 }
 
@@ -48,7 +54,34 @@ kube::Error bad(const std::string& field, const std::string& msg) {
                          field);
 }
 
+bool containsNull(const json& j) {
+  if (j.is_null()) return true;
+  if (j.is_object() || j.is_array()) {
+    for (const json& v : j) {
+      if (containsNull(v)) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
+
+json createMergePatch(const json& from, const json& to) {
+  if (!from.is_object() || !to.is_object()) return to;
+  json patch = json::object();
+  for (auto it = from.begin(); it != from.end(); ++it) {
+    if (!to.contains(it.key())) patch[it.key()] = nullptr;
+  }
+  for (auto it = to.begin(); it != to.end(); ++it) {
+    auto old = from.find(it.key());
+    if (old == from.end()) {
+      patch[it.key()] = *it;
+    } else if (*old != *it) {
+      patch[it.key()] = old->is_object() && it->is_object() ? createMergePatch(*old, *it) : *it;
+    }
+  }
+  return patch;
+}
 
 const char* streamMessageTypeName(StreamMessageType t) {
   for (const auto& [type, name] : kTypeNames) {
@@ -131,6 +164,55 @@ StreamMessage StreamMessage::ofType(StreamMessageType t) {
   return m;
 }
 
+StreamMessage StreamMessage::resyncBegin() {
+  StreamMessage m = ofType(StreamMessageType::ResyncBegin);
+  m.object = {{"accepts", json::array({kAcceptsStatusPatch})}};
+  return m;
+}
+
+std::optional<StreamMessage> StreamMessage::statusPatch(const json& before, const json& after,
+                                                        std::string originUid) {
+  const std::string base = kube::getResourceVersion(before);
+  if (base.empty() || kube::getResourceVersion(after).empty() || !before.is_object() ||
+      kube::getUid(before) != kube::getUid(after)) {
+    return std::nullopt;
+  }
+  // A null in `after` would read as "delete this member" when the patch is applied.
+  if (containsNull(after)) return std::nullopt;
+  StreamMessage m;
+  m.type = StreamMessageType::StatusPatch;
+  m.apiVersion = "v1";
+  m.kind = "Pod";
+  m.ns = kube::getNamespace(after);
+  m.name = kube::getName(after);
+  m.originUid = std::move(originUid);
+  m.object = createMergePatch(before, after);
+  m.baseResourceVersion = base;
+  return m;
+}
+
+bool StreamMessage::acceptsStatusPatch() const {
+  if (type != StreamMessageType::ResyncBegin || !object.is_object()) return false;
+  auto it = object.find("accepts");
+  if (it == object.end() || !it->is_array()) return false;
+  for (const json& a : *it) {
+    if (a.is_string() && a.get<std::string>() == kAcceptsStatusPatch) return true;
+  }
+  return false;
+}
+
+kube::Result<json> StreamMessage::applyStatusPatch(const json& cached) const {
+  kube::Result<json> patched = kube::applyMergePatch(cached, object);
+  if (!patched.ok()) return bad("object.json", patched.error().message);
+  if (kube::getName(*patched) != kube::getName(cached) ||
+      kube::getNamespace(*patched) != kube::getNamespace(cached) ||
+      kube::getUid(*patched) != kube::getUid(cached) ||
+      patched->value("kind", json()) != cached.value("kind", json())) {
+    return bad("object.json", "a STATUS_PATCH may not change the kind, namespace, name or uid");
+  }
+  return patched;
+}
+
 kube::Result<json> StreamMessage::replyResult() const {
   if (error) return *error;
   return object;
@@ -159,6 +241,7 @@ strait::v1::ReflectionEvent encodeStreamMessage(const StreamMessage& m) {
   e.set_type(streamMessageTypeName(m.type));
   e.set_origin_uid(m.originUid);
   e.set_seq(m.seq);
+  e.set_base_resource_version(m.baseResourceVersion);
   if (m.error) {
     e.set_error_reason(kube::reasonOf(m.error->code));
     e.set_error_message(m.error->message.substr(0, kMaxErrorMessageBytes));
@@ -191,7 +274,17 @@ kube::Result<StreamMessage> decodeStreamMessage(const strait::v1::ReflectionEven
   }
   m.originUid = e.origin_uid();
   m.seq = e.seq();
+  m.baseResourceVersion = e.base_resource_version();
   if (m.originUid.size() > 128) return bad("origin_uid", "longer than 128 bytes");
+  if (m.type == StreamMessageType::StatusPatch) {
+    if (m.baseResourceVersion.empty()) return bad("base_resource_version", "required on STATUS_PATCH");
+    if (m.baseResourceVersion.size() > kMaxResourceVersionBytes) {
+      return bad("base_resource_version",
+                 "longer than " + std::to_string(kMaxResourceVersionBytes) + " bytes");
+    }
+  } else if (!m.baseResourceVersion.empty()) {
+    return bad("base_resource_version", "only a STATUS_PATCH carries one");
+  }
   if ((m.type == StreamMessageType::Get || m.type == StreamMessageType::Reply) && m.seq == 0) {
     return bad("seq", std::string("required on ") + streamMessageTypeName(m.type));
   }
@@ -248,6 +341,9 @@ kube::Result<StreamMessage> decodeStreamMessage(const strait::v1::ReflectionEven
     kindOk = true;
   }
   if (!kindOk) return bad("object.kind", "\"" + m.kind.substr(0, 64) + "\" is not reflected");
+  if (m.type == StreamMessageType::StatusPatch && m.kind != "Pod") {
+    return bad("object.kind", "only a Pod's status is patched");
+  }
   if (auto p = kube::validateDns1123Label(m.ns); !p.empty()) {
     return bad("object.namespace", "\"" + m.ns.substr(0, 64) + "\": " + p.front());
   }
@@ -256,6 +352,9 @@ kube::Result<StreamMessage> decodeStreamMessage(const strait::v1::ReflectionEven
   }
   if (m.type == StreamMessageType::Get && !m.object.is_null()) {
     return bad("object.json", "a GET carries no object");
+  }
+  if (m.type == StreamMessageType::StatusPatch && m.object.is_null()) {
+    return bad("object.json", "required on STATUS_PATCH");
   }
   const bool needsObject = m.type == StreamMessageType::Apply ||
                            m.type == StreamMessageType::Status ||

@@ -12,10 +12,20 @@
 //                                        Namespace (namespace = name, origin_uid
 //                                        "namespace"): the namespace is no longer offloaded
 //   STATUS        provider -> consumer  the remote object as stored (status included)
+//   STATUS_PATCH  provider -> consumer  a Pod changed since its previous STATUS or
+//                                        STATUS_PATCH on this stream: json = the RFC 7386
+//                                        merge patch from that version to the new one,
+//                                        base_resource_version = that version's. Sent only
+//                                        to a consumer whose RESYNC_BEGIN accepts it (below);
+//                                        a consumer whose copy is not at the base version
+//                                        asks for the Pod again with a GET
 //   GONE          provider -> consumer  the remote object no longer exists; json empty
 //   EVENT         provider -> consumer  a core/v1 Event about the remote object (kind Event;
 //                                        origin_uid = the local object it concerns)
-//   RESYNC_BEGIN  consumer -> provider  a full list of APPLYs follows (after (re)connect)
+//   RESYNC_BEGIN  consumer -> provider  a full list of APPLYs follows (after (re)connect);
+//                                        json {"accepts":["STATUS_PATCH"]} from a consumer
+//                                        that applies STATUS_PATCH (without it, or from an
+//                                        earlier build, every change is a whole STATUS)
 //   RESYNC_DONE   consumer -> provider  the list is complete: json = {"originUids":[...]};
 //                                        the provider may now delete objects whose origin is
 //                                        not listed (never before: a slow
@@ -29,7 +39,7 @@
 //   SYNCED        provider -> consumer  the STATUS of every existing remote Pod of this
 //                                        consumer has been sent (once per stream)
 //
-// origin_uid is required on APPLY, DELETE, STATUS, GONE and EVENT; seq (non-zero) on GET and
+// origin_uid is required on APPLY, DELETE, STATUS, STATUS_PATCH, GONE and EVENT; seq (non-zero) on GET and
 // REPLY (APPLY and DELETE carry one when the sender wants to match the REPLY). Kinds carried:
 // Pod, ConfigMap, Secret, ServiceAccount (apiVersion v1) and Event (v1). Pure; thread-safe.
 
@@ -58,6 +68,7 @@ enum class StreamMessageType {
   Get,
   Reply,
   Synced,
+  StatusPatch,
 };
 
 const char* streamMessageTypeName(StreamMessageType t);
@@ -76,6 +87,7 @@ struct StreamMessage {
   std::string originUid;
   uint64_t seq = 0;                   // request number; a REPLY echoes it
   std::optional<kube::Error> error;   // REPLY: the failure (code and message), if any
+  std::string baseResourceVersion;    // STATUS_PATCH: the version the patch applies to
 
   // Convenience constructors.
   static StreamMessage apply(const nlohmann::json& remoteObject, std::string originUid);
@@ -90,6 +102,14 @@ struct StreamMessage {
   // REPLY to request `seq`: the object (null for none) or the error.
   static StreamMessage reply(uint64_t seq, const kube::Result<nlohmann::json>& result);
   static StreamMessage ofType(StreamMessageType t);  // KEEPALIVE, SYNCED, RESYNC_BEGIN
+  // RESYNC_BEGIN saying that this consumer applies STATUS_PATCH.
+  static StreamMessage resyncBegin();
+  // STATUS_PATCH of Pod `before` (as last sent) to `after`, both as stored with the same
+  // uid; nullopt when a patch cannot say it (a null value in `after`, which a merge patch
+  // would read as a deletion, or no resourceVersion): send a whole STATUS instead.
+  static std::optional<StreamMessage> statusPatch(const nlohmann::json& before,
+                                                  const nlohmann::json& after,
+                                                  std::string originUid);
 
   // DELETE: the grace period in the DeleteOptions, if any.
   std::optional<int64_t> gracePeriodSeconds() const;
@@ -97,7 +117,17 @@ struct StreamMessage {
   std::vector<std::string> resyncOriginUids() const;
   // REPLY: the object or the error it carries (null object when none).
   kube::Result<nlohmann::json> replyResult() const;
+  // RESYNC_BEGIN: the consumer accepts STATUS_PATCH.
+  bool acceptsStatusPatch() const;
+  // STATUS_PATCH: `cached` (the consumer's copy, at baseResourceVersion) with the patch
+  // applied. BadRequest when the patch would change the object's kind, namespace, name or
+  // uid, or is too deep.
+  kube::Result<nlohmann::json> applyStatusPatch(const nlohmann::json& cached) const;
 };
+
+// RFC 7386 merge patch that turns `from` into `to` (objects merge member by member, a member
+// absent from `to` becomes null, anything else differing is replaced whole). Pure.
+nlohmann::json createMergePatch(const nlohmann::json& from, const nlohmann::json& to);
 
 // To the wire. Never fails (the JSON is dumped with invalid UTF-8 replaced).
 strait::v1::ReflectionEvent encodeStreamMessage(const StreamMessage& m);

@@ -74,7 +74,19 @@ class StreamSession {
       std::string uid = originUid(*p);
       if (!uid.empty()) send(StreamMessage::status(*p, uid));
     };
-    pods_->addHandlers({status, [status](const kube::ObjectPtr&, const kube::ObjectPtr& n) { status(n); },
+    // A change of a Pod whose previous version this stream carried: only the difference.
+    auto changed = [this, status](const kube::ObjectPtr& old, const kube::ObjectPtr& p) {
+      std::string uid = originUid(*p);
+      if (statusPatches_ && old && !uid.empty() && originUid(*old) == uid) {
+        if (std::optional<StreamMessage> m = StreamMessage::statusPatch(*old, *p, uid)) {
+          usage_.observe(*p);
+          send(*m);
+          return;
+        }
+      }
+      status(p);
+    };
+    pods_->addHandlers({status, changed,
                         [this](const kube::ObjectPtr& p) {
                           usage_.forget(kube::objectKey(*p));
                           if (!originUid(*p).empty()) send(goneMessage(*p));
@@ -132,12 +144,30 @@ class StreamSession {
       case StreamMessageType::Get:
       case StreamMessageType::ResyncDone: {
         base::MutexLock lock(mu_);
-        tasks_.push_back(std::move(m));
+        if (m.type == StreamMessageType::Apply) {
+          // An APPLY of an object whose previous APPLY still waits (a consumer retrying
+          // after a timeout): one entry with the newest object, answering both requests.
+          const std::string key = m.kind + "/" + m.ns + "/" + m.name + "/" + m.originUid;
+          auto queued = queuedApplies_.find(key);
+          if (queued != queuedApplies_.end()) {
+            Task& t = *queued->second;
+            if (t.m.seq != 0) t.alsoAnswer.push_back(t.m.seq);
+            t.m = std::move(m);
+            return;
+          }
+          auto t = std::make_shared<Task>(Task{std::move(m), {}});
+          queuedApplies_.emplace(key, t);
+          tasks_.push_back(std::move(t));
+        } else {
+          tasks_.push_back(std::make_shared<Task>(Task{std::move(m), {}}));
+        }
         cv_.notify_one();
         return;
       }
       case StreamMessageType::ResyncBegin:
-        spdlog::info("event=stream_resync_begin consumer={}", opts_.consumerId);
+        statusPatches_ = m.acceptsStatusPatch();
+        spdlog::info("event=stream_resync_begin consumer={} status_patches={}", opts_.consumerId,
+                     statusPatches_.load());
         return;
       case StreamMessageType::Keepalive:
         return;
@@ -149,19 +179,25 @@ class StreamSession {
 
   void work() {
     for (;;) {
-      StreamMessage m;
+      std::shared_ptr<Task> t;
       {
         base::UniqueLock lock(mu_);
         while (!stopping_ && tasks_.empty()) cv_.wait(lock);
         if (stopping_) return;
-        m = std::move(tasks_.front());
+        t = std::move(tasks_.front());
         tasks_.pop_front();
+        if (t->m.type == StreamMessageType::Apply) {
+          auto queued = queuedApplies_.find(t->m.kind + "/" + t->m.ns + "/" + t->m.name + "/" +
+                                            t->m.originUid);
+          if (queued != queuedApplies_.end() && queued->second == t) queuedApplies_.erase(queued);
+        }
       }
-      serveRequest(m);
+      serveRequest(t->m, t->alsoAnswer);
     }
   }
 
-  void serveRequest(const StreamMessage& m) {
+  // Serves `m` and answers its seq, and each of `alsoAnswer` (APPLYs it replaced) the same.
+  void serveRequest(const StreamMessage& m, const std::vector<uint64_t>& alsoAnswer = {}) {
     kube::Result<json> r = json();
     switch (m.type) {
       case StreamMessageType::Apply:
@@ -218,6 +254,7 @@ class StreamSession {
                    r.error().message);
     }
     if (m.seq != 0) send(StreamMessage::reply(m.seq, r));
+    for (uint64_t seq : alsoAnswer) send(StreamMessage::reply(seq, r));
   }
 
   // A Pod that does not exist yet must fit the grant; creations are serialized so that two
@@ -382,6 +419,8 @@ class StreamSession {
   ProviderApplier applier_;
   PodUsage usage_;  // what this consumer's Pods request, from pods_
   std::atomic<bool> usageShared_{false};  // opts_.onUsage told it is live
+  // The consumer's RESYNC_BEGIN accepted STATUS_PATCH: changes go as patches from then on.
+  std::atomic<bool> statusPatches_{false};
   std::unique_ptr<kube::Informer> pods_;
   std::unique_ptr<kube::Informer> events_;
   std::shared_ptr<SentEvents> sentEvents_;
@@ -395,7 +434,15 @@ class StreamSession {
   base::Mutex createMu_;  // serializes admitted Pod creations
   base::Mutex mu_;
   std::condition_variable_any cv_;
-  std::deque<StreamMessage> tasks_ GUARDED_BY(mu_);
+  // Requests waiting for a worker, in arrival order; an APPLY of an object already queued
+  // replaces the queued one (queuedApplies_, by kind/namespace/name/origin uid), so a burst
+  // holds at most one APPLY per object.
+  struct Task {
+    StreamMessage m;
+    std::vector<uint64_t> alsoAnswer;  // seqs of the APPLYs `m` replaced
+  };
+  std::deque<std::shared_ptr<Task>> tasks_ GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<Task>> queuedApplies_ GUARDED_BY(mu_);
   std::set<std::string> appliedOrigins_ GUARDED_BY(mu_);  // origin uids applied this session
   bool stopping_ GUARDED_BY(mu_) = false;
   kube::Status ended_ GUARDED_BY(mu_) = kube::Status::OK();

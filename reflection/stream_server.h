@@ -6,9 +6,13 @@
 //    every Pod: scheduling fields stripped, Pod Security level checked) on a small worker
 //    pool, so the stream reader never waits on the API server, and answers each by seq with
 //    a REPLY: the object as stored or the error (a Pod beyond the grant: Forbidden with the
-//    grant's message, which the consumer writes on its local Pod);
+//    grant's message, which the consumer writes on its local Pod); an APPLY of an object
+//    whose earlier APPLY still waits for a worker replaces it, and both are answered with
+//    the one result (the queue holds at most one APPLY per object);
 //  - watches this consumer's Pods in all namespaces (label strait.io/origin-cluster-id) and
-//    sends STATUS on add/update and GONE on delete; the initial list is followed by SYNCED;
+//    sends STATUS on add, on update STATUS_PATCH (the difference from the version sent
+//    before; a whole STATUS to a consumer that did not accept patches) and GONE on delete;
+//    the initial list is followed by SYNCED;
 //  - forwards core/v1 Events whose involvedObject is one of those Pods as EVENT (origin_uid
 //    = the consumer's Pod uid): after the initial list, the newest kEventBacklog existing
 //    ones not yet sent to this consumer (sentEvents, kept across its streams, so Events

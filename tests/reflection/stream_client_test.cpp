@@ -91,6 +91,11 @@ class FakeProvider {
     return resyncUids;
   }
   static void send(FakeEventStream& s, const StreamMessage& m) { s.write(encodeStreamMessage(m)); }
+  // Sends `m` on the stream of the latest dial.
+  void sendToCurrent(const StreamMessage& m) {
+    std::lock_guard<std::mutex> l(mu);
+    if (current) send(*current, m);
+  }
 
   std::atomic<int> dials{0};
   std::atomic<bool> refuse{false};
@@ -275,6 +280,40 @@ TEST_F(StreamClientTest, PodsAreUnavailableUntilTheInitialListArrived) {
   ASSERT_TRUE(waitUntil([&] { return client_->connected(); }));
   EXPECT_FALSE(client_->remoteSynced());
   EXPECT_EQ(client_->get("Pod", kRemoteNs, "a").code(), kube::Code::Unavailable);
+}
+
+TEST_F(StreamClientTest, StatusPatchesUpdateTheCachedPodOrFetchItAgain) {
+  json a = pod("a", "5", "Pending");
+  a["metadata"]["uid"] = "r-a";
+  provider_.setInitialPods({a});
+  client_ = std::make_unique<StreamClient>(options());
+  client_->start();
+  ASSERT_TRUE(waitUntil([&] { return client_->remoteSynced(); }));
+  // The consumer tells the provider it applies patches.
+  ASSERT_TRUE(waitUntil([&] { return provider_.count("RESYNC_BEGIN") == 1; }));
+  auto sendToClient = [&](const StreamMessage& m) { provider_.sendToCurrent(m); };
+  json running = a;
+  running["metadata"]["resourceVersion"] = "6";
+  running["status"] = {{"phase", "Running"}, {"podIP", "10.0.0.9"}};
+  sendToClient(*StreamMessage::statusPatch(a, running, "uid-a"));
+  ASSERT_TRUE(waitUntil([&] {
+    auto got = client_->get("Pod", kRemoteNs, "a");
+    return got.ok() && *got == running;
+  }));
+  EXPECT_EQ(changes(), (std::vector<std::string>{"web/a", "web/a"}));
+  // A patch made from a version this client does not hold: the Pod is asked for again
+  // (the fake provider answers NotFound: the stale copy goes).
+  json later = running;
+  later["metadata"]["resourceVersion"] = "9";
+  json latest = later;
+  latest["metadata"]["resourceVersion"] = "10";
+  latest["status"]["phase"] = "Succeeded";
+  sendToClient(*StreamMessage::statusPatch(later, latest, "uid-a"));
+  ASSERT_TRUE(waitUntil([&] { return provider_.count("GET") == 1; }));
+  ASSERT_TRUE(waitUntil([&] {
+    return client_->get("Pod", kRemoteNs, "a").code() == kube::Code::NotFound;
+  }));
+  EXPECT_EQ(changes().size(), 3u);
 }
 
 TEST_F(StreamClientTest, AnErrorReplyKeepsItsCodeAndMessage) {
