@@ -92,6 +92,8 @@ class ReflectionServiceImpl final : public v1::Reflection::Service {
   grpc::Status Stream(grpc::ServerContext* ctx,
                       grpc::ServerReaderWriter<v1::ReflectionEvent, v1::ReflectionEvent>* rw) override {
     return authenticated(ctx, "Stream", [&](const Caller& c) {
+      // Messages to the consumer gzip-compressed when it accepts gzip (see grpc_client.cpp).
+      ctx->set_compression_algorithm(GRPC_COMPRESS_GZIP);
       ServerEventStream s(ctx, rw);
       spdlog::info("event=stream_opened consumer={} peer={}", c.clusterId, c.address);
       kube::Status st = h_.stream(c, s);
