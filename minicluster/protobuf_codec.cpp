@@ -31,6 +31,7 @@
 #include "kube/time.h"
 #include "proto/k8s/apps.pb.h"
 #include "proto/k8s/authentication.pb.h"
+#include "proto/k8s/authorization.pb.h"
 #include "proto/k8s/batch.pb.h"
 #include "proto/k8s/certificates.pb.h"
 #include "proto/k8s/core.pb.h"
@@ -86,6 +87,16 @@ const std::array kKinds = {
     KindEntry{"batch/v1", "CronJob", &k8s::batch::CronJob::descriptor},
     KindEntry{"policy/v1", "Eviction", &k8s::policy::Eviction::descriptor},
     KindEntry{"authentication.k8s.io/v1", "TokenRequest", &k8s::authentication::TokenRequest::descriptor},
+    KindEntry{"authentication.k8s.io/v1", "SelfSubjectReview",
+              &k8s::authentication::SelfSubjectReview::descriptor},
+    KindEntry{"authorization.k8s.io/v1", "SubjectAccessReview",
+              &k8s::authorization::SubjectAccessReview::descriptor},
+    KindEntry{"authorization.k8s.io/v1", "LocalSubjectAccessReview",
+              &k8s::authorization::LocalSubjectAccessReview::descriptor},
+    KindEntry{"authorization.k8s.io/v1", "SelfSubjectAccessReview",
+              &k8s::authorization::SelfSubjectAccessReview::descriptor},
+    KindEntry{"authorization.k8s.io/v1", "SelfSubjectRulesReview",
+              &k8s::authorization::SelfSubjectRulesReview::descriptor},
     KindEntry{"certificates.k8s.io/v1", "CertificateSigningRequest",
               &k8s::certificates::CertificateSigningRequest::descriptor},
     KindEntry{"rbac.authorization.k8s.io/v1", "Role", &k8s::rbac::Role::descriptor},
