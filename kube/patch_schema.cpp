@@ -168,6 +168,11 @@ std::map<KindKey, Node> buildSchemas() {
     schemas[{"admissionregistration.k8s.io", kind}] =
         object({{"metadata", objectMeta}, {"webhooks", mergeByKey("name")}});
   }
+  // rbac.authorization.k8s.io/v1: rules, subjects and roleRef carry no patch strategy
+  // (lists are replaced whole), so only the metadata merges.
+  for (const char* kind : {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}) {
+    schemas[{"rbac.authorization.k8s.io", kind}] = metadataOnly;
+  }
   return schemas;
 }
 

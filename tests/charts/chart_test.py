@@ -61,17 +61,19 @@ CLUSTER_RULES = {
         ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "create"),
         ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "get"),
         ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "update"),
+        ("authorization.k8s.io", "subjectaccessreviews", "create"),
     },
     "provider": {
         ("strait.io", "foreignclusters", "create"), ("strait.io", "foreignclusters", "update"),
         ("strait.io", "foreignclusters", "delete"),
         ("", "namespaces", "get"), ("", "namespaces", "list"), ("", "namespaces", "create"),
         ("", "namespaces", "patch"), ("", "namespaces", "delete"),
-        ("", "nodes", "list"),
+        ("", "nodes", "list"), ("", "nodes", "watch"),
         ("", "pods", "get"), ("", "pods", "list"), ("", "pods", "watch"), ("", "pods", "create"),
         ("", "pods", "update"), ("", "pods", "delete"),
         ("", "events", "list"), ("", "events", "watch"),
         ("", "pods/log", "get"), ("", "pods/exec", "get"), ("", "pods/exec", "create"),
+        ("metrics.k8s.io", "pods", "list"),
     } | {("", r, v) for r in ("configmaps", "secrets", "serviceaccounts")
          for v in ("get", "list", "create", "update", "delete")},
 }
@@ -220,16 +222,25 @@ def check_common(docs, c):
                  f"{d['kind']} {d['metadata']['name']} refers to a rendered {ref_kind}")
 
 
-def check_webhook(docs, c, host, port):
+def check_webhook(docs, c, host, port, service):
     svc = one(docs, "Service", "strait-webhook")
     if c.expect(svc is not None, "webhook Service rendered"):
         c.equal([(p["port"], p["targetPort"]) for p in svc["spec"]["ports"]], [(port, "webhook")],
                 "webhook Service port")
     mwc = one(docs, "MutatingWebhookConfiguration", "strait-offloading")
     if c.expect(mwc is not None, "MutatingWebhookConfiguration strait-offloading rendered"):
-        urls = [w["clientConfig"]["url"] for w in mwc["webhooks"]]
-        c.equal(urls, [f"https://{host}:{port}/mutate-pods",
-                       f"https://{host}:{port}/mutate-daemonsets"], "webhook URLs")
+        if service:
+            refs = [w["clientConfig"].get("service") for w in mwc["webhooks"]]
+            c.equal(refs, [{"namespace": "strait-system", "name": "strait-webhook",
+                            "path": path, "port": port}
+                           for path in ("/mutate-pods", "/mutate-daemonsets")],
+                    "webhook Service references")
+            c.expect(all("url" not in w["clientConfig"] for w in mwc["webhooks"]),
+                     "no url beside the Service reference")
+        else:
+            urls = [w["clientConfig"].get("url") for w in mwc["webhooks"]]
+            c.equal(urls, [f"https://{host}:{port}/mutate-pods",
+                           f"https://{host}:{port}/mutate-daemonsets"], "webhook URLs")
         c.expect(all("caBundle" not in w["clientConfig"] for w in mwc["webhooks"]),
                  "no caBundle in the chart (the agent injects its CA)")
         c.equal([w["failurePolicy"] for w in mwc["webhooks"]], ["Ignore", "Ignore"],
@@ -237,6 +248,8 @@ def check_webhook(docs, c, host, port):
     args = container(one(docs, "Deployment", "strait-agent"), "agent")["args"]
     c.expect(f"--webhook-host={host}" in args and f"--webhook-listen=0.0.0.0:{port}" in args,
              f"agent serves the webhook at {host}:{port}: {args}")
+    c.equal("--webhook-service=strait-system/strait-webhook" in args, service,
+            f"agent registers the webhook by Service reference: {args}")
 
 
 def check_default(helm, c):
@@ -248,8 +261,14 @@ def check_default(helm, c):
     c.equal(kinds, sorted(["ServiceAccount", "ClusterRole", "ClusterRole",
                            "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
                            "ClusterRoleBinding", "Role", "Role", "RoleBinding", "RoleBinding",
-                           "Service", "Service", "Deployment", "MutatingWebhookConfiguration"]),
+                           "Service", "Service", "Deployment", "MutatingWebhookConfiguration",
+                           "ConfigMap"]),
             "kinds rendered")
+    for kind in ("ConfigMap",):
+        state = one(docs, kind, "strait-agent")
+        c.expect(state is not None and state["metadata"]["namespace"] == "strait-system" and
+                 "data" not in state and "spec" not in state,
+                 f"{kind} strait-system/strait-agent rendered empty (the agent fills it in)")
     check_common(docs, c)
     for suffix, want in CLUSTER_RULES.items():
         role = one(docs, "ClusterRole", f"strait-{suffix}")
@@ -276,19 +295,46 @@ def check_default(helm, c):
                  "--listen=0.0.0.0:7443", "--link-listen=0.0.0.0:7444",
                  "--advertise=$(POD_IP):7443", "--leader-lease-duration=15s",
                  "--pod-security=baseline", "--share=0.5", "--vnode-address=$(POD_IP)",
-                 "--kubelet-port=10250"):
+                 "--kubelet-port=10250", "--metrics-listen=0.0.0.0:9090"):
         c.expect(flag in args, f"agent flag {flag} in {args}")
-    c.expect(not any(a.startswith(("--metrics-listen", "--budget", "--no-")) for a in args),
+    c.expect(not any(a.startswith(("--budget", "--no-")) for a in args),
              f"no optional flags by default: {args}")
+    c.expect(("metrics", 9090) in [(p["name"], p["containerPort"]) for p in ctr["ports"]],
+             "metrics container port by default")
     c.equal(ctr["livenessProbe"]["httpGet"], {"path": "/livez", "port": "health"},
             "liveness: /livez on the health port by default")
     c.equal(capabilities_added(docs), {("strait-agent", "agent"): []},
             "no container adds a capability")
     svc = one(docs, "Service", "strait-agent")
     c.equal(svc["spec"]["type"], "ClusterIP", "peering Service type")
-    c.equal([(p["name"], p["port"]) for p in svc["spec"]["ports"]], [("grpc", 7443), ("link", 7444)],
-            "peering Service ports")
-    check_webhook(docs, c, "strait-webhook.strait-system.svc", 9443)
+    c.equal([(p["name"], p["port"]) for p in svc["spec"]["ports"]],
+            [("grpc", 7443), ("link", 7444), ("metrics", 9090)], "peering Service ports")
+    check_webhook(docs, c, "strait-webhook.strait-system.svc", 9443, True)
+
+
+def check_node_port_advertise(helm, c):
+    c.section("helm template, NodePort peering Service with fixed node ports")
+    rc, out, docs = helm.template("--set", "clusterName=cloud", "--set", "service.type=NodePort",
+                                  "--set", "service.grpcNodePort=30743",
+                                  "--set", "service.linkNodePort=30744")
+    if not c.expect(rc == 0, f"renders (rc {rc}): {out[-2000:]}"):
+        return
+    ctr = container(one(docs, "Deployment", "strait-agent"), "agent")
+    args = ctr["args"]
+    for flag in ("--advertise=$(HOST_IP):30743", "--link-advertise=$(HOST_IP):30744"):
+        c.expect(flag in args, f"agent flag {flag} (node address and node port) in {args}")
+    c.expect({"name": "HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}}
+             in ctr["env"], f"HOST_IP from status.hostIP: {ctr['env']}")
+    svc = one(docs, "Service", "strait-agent")
+    c.equal([(p["name"], p.get("nodePort")) for p in svc["spec"]["ports"]][:2],
+            [("grpc", 30743), ("link", 30744)], "peering Service node ports")
+    rc, out, docs = helm.template("--set", "clusterName=cloud", "--set", "service.type=NodePort",
+                                  "--set", "service.grpcNodePort=30743",
+                                  "--set", "agent.advertise=198.51.100.7:443")
+    args = container(one(docs, "Deployment", "strait-agent"), "agent")["args"] if rc == 0 else []
+    c.expect("--advertise=198.51.100.7:443" in args and
+             not any(a.startswith("--link-advertise") for a in args),
+             f"agent.advertise wins over the node port: {args}")
 
 
 def check_all_features(helm, c):
@@ -300,7 +346,8 @@ def check_all_features(helm, c):
     c.equal(sorted(d["kind"] for d in docs if d["kind"] not in ("ClusterRole", "ClusterRoleBinding",
                                                                  "Role", "RoleBinding")),
             sorted(["ServiceAccount", "Service", "Service", "Service", "Deployment",
-                    "Deployment", "MutatingWebhookConfiguration", "ServiceMonitor", "PodMonitor"]),
+                    "Deployment", "MutatingWebhookConfiguration", "ServiceMonitor", "PodMonitor",
+                    "ConfigMap"]),
             "kinds rendered (besides RBAC)")
     agent = one(docs, "Deployment", "strait-agent")
     spec = agent["spec"]["template"]["spec"]
@@ -337,7 +384,7 @@ def check_all_features(helm, c):
     c.equal(svc["spec"]["type"], "NodePort", "peering Service type")
     c.equal([(p["name"], p.get("nodePort")) for p in svc["spec"]["ports"]],
             [("grpc", 31443), ("link", 31444), ("metrics", None)], "peering Service node ports")
-    check_webhook(docs, c, "10.96.200.200", 8443)
+    check_webhook(docs, c, "10.96.200.200", 8443, False)
     c.equal(one(docs, "Service", "strait-webhook")["spec"].get("clusterIP"), "10.96.200.200",
             "webhook Service clusterIP")
     gw = one(docs, "Deployment", "strait-gateway")
@@ -451,7 +498,9 @@ def check_refusals(helm, c):
              "identity.keepOnUninstall=false is not supported"),
             (("--set", "clusterName=home", "--set", "agent.certTtl=forever"), "agent.certTtl"),
             (("--set", "clusterName=home", "--set", "agent.advertise=no-port"), "agent.advertise"),
-            (("--set", "clusterName=home", "--set", "agent.healthPort=0"), "agent.healthPort")):
+            (("--set", "clusterName=home", "--set", "agent.healthPort=0"), "agent.healthPort"),
+            (("--set", "clusterName=home", "--set", "metrics.enabled=false", "--set",
+              "metrics.serviceMonitor.enabled=true"), "need metrics.enabled")):
         rc, out, _ = helm.template(*args)
         c.expect(rc != 0 and message in out, f"helm template {' '.join(args)} fails naming "
                                              f"{message!r}: rc {rc}, {out[-800:]}")
@@ -621,6 +670,7 @@ def main():
         c.expect(rc == 0 and "0 chart(s) failed" in out, f"lint all-features.yaml: {out}")
         check_values_documented(a.chart, c)
         check_default(helm, c)
+        check_node_port_advertise(helm, c)
         check_all_features(helm, c)
         check_variants(helm, c)
         check_refusals(helm, c)

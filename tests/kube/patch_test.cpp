@@ -668,7 +668,13 @@ TEST(StrategicMergePatchKindsTest, KnownAndUnknownKinds) {
                                                         {"discovery.k8s.io", "EndpointSlice"},
                                                         {"", "Event"},
                                                         {"events.k8s.io", "Event"},
-                                                        {"coordination.k8s.io", "Lease"}}) {
+                                                        {"coordination.k8s.io", "Lease"},
+                                                        {"rbac.authorization.k8s.io", "Role"},
+                                                        {"rbac.authorization.k8s.io", "ClusterRole"},
+                                                        {"rbac.authorization.k8s.io", "RoleBinding"},
+                                                        {"rbac.authorization.k8s.io", "ClusterRoleBinding"},
+                                                        {"admissionregistration.k8s.io", "MutatingWebhookConfiguration"},
+                                                        {"admissionregistration.k8s.io", "ValidatingWebhookConfiguration"}}) {
     const PatchSchema* s = schemaForKind(group, kind);
     ASSERT_NE(s, nullptr) << group << "/" << kind;
     ASSERT_NE(s->field("metadata"), nullptr) << kind;
