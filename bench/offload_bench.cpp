@@ -14,7 +14,10 @@
 //   provider Running                -> local Running       : added latency on the way back
 // plus the time from the first create until every Pod of the wave is Running locally, the
 // consumer agent's peak RSS (VmHWM) and CPU seconds (/proc/<pid>/stat), and forwarded bytes
-// per Pod. --in-process replaces the agents, the peering and the stream by the consumer's
+// per Pod, each way separately ("out": consumer to provider, "back": provider to consumer).
+// After each wave (and again at the end) the agent-mode figures are printed beside their
+// aims: both agents' peak RSS with the Pods on the node so far, and stream bytes per Pod.
+// For 11,000 and 50,000 Pods: --waves 1000 10000 39000 --provider-nodes 55. --in-process replaces the agents, the peering and the stream by the consumer's
 // PodReflector and the provider's ProviderApplier running in this process (the reflection
 // logic alone; agent figures are then not measured). Waves run one after the other without deleting (the second wave of 10,000 adds to
 // the 1,000 of the first). Prints a table (or JSON lines with --json). Run: make bench.
@@ -49,6 +52,39 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+// Aims of the agent-mode figures.
+constexpr double kProviderPeakAimMiB = 200;
+constexpr double kConsumerPeakAimMiB = 150;
+constexpr double kStreamBytesPerPodAim = 3 * 1024;  // out + back
+
+struct AgentFigures {
+  int pods = 0;  // on the virtual node after the wave
+  double providerPeakMiB = -1, consumerPeakMiB = -1, outPerPod = -1, backPerPod = -1;
+};
+
+void printAgentFigures(const std::vector<AgentFigures>& all) {
+  auto verdict = [](double v, double aim) { return v < 0 ? "" : v <= aim ? "met" : "missed"; };
+  std::printf("# agent-mode figures (peak RSS = VmHWM after the wave; bytes = TLS bytes through "
+              "the forwarder during the wave / Pods of the wave)\n");
+  std::printf("  %-8s %-26s %-26s %-22s %-22s %s\n", "pods", "provider agent peak RSS",
+              "consumer agent peak RSS", "stream out B/Pod", "stream back B/Pod",
+              "out+back B/Pod");
+  for (const AgentFigures& a : all) {
+    char p[64], c[64], o[64], b[64], t[64];
+    std::snprintf(p, sizeof p, "%.0f MiB (%s)", a.providerPeakMiB,
+                  verdict(a.providerPeakMiB, kProviderPeakAimMiB));
+    std::snprintf(c, sizeof c, "%.0f MiB (%s)", a.consumerPeakMiB,
+                  verdict(a.consumerPeakMiB, kConsumerPeakAimMiB));
+    std::snprintf(o, sizeof o, "%.0f", a.outPerPod);
+    std::snprintf(b, sizeof b, "%.0f", a.backPerPod);
+    std::snprintf(t, sizeof t, "%.0f (%s)", a.outPerPod + a.backPerPod,
+                  verdict(a.outPerPod + a.backPerPod, kStreamBytesPerPodAim));
+    std::printf("  %-8d %-26s %-26s %-22s %-22s %s\n", a.pods, p, c, o, b, t);
+  }
+  std::printf("  aims: provider <= %.0f MiB, consumer <= %.0f MiB, out+back <= %.0f B/Pod\n",
+              kProviderPeakAimMiB, kConsumerPeakAimMiB, kStreamBytesPerPodAim);
+}
 
 struct Flags {
   std::string strait = e2e::straitBinary();
@@ -386,10 +422,12 @@ int main(int argc, char** argv) {
   pid_t providerAgentPid = f.inProcess ? -1 : providerAgent.pid();
   int status = 0;
   int created = 0;
+  std::vector<AgentFigures> figures;
   for (size_t wave = 0; wave < f.waves.size(); ++wave) {
     int n = f.waves[wave];
     double cpu0 = cpuSeconds(agentPid), pcpu0 = cpuSeconds(providerAgentPid);
     uint64_t bytes0 = proxy.bytesForwarded();
+    uint64_t out0 = proxy.bytesToUpstream(), back0 = proxy.bytesFromUpstream();
     std::atomic<int> next{0}, failed{0}, posted{0};
     const int before = created;
     auto t0 = Clock::now();
@@ -449,6 +487,7 @@ int main(int argc, char** argv) {
     auto t1 = Clock::now();
     double cpu1 = cpuSeconds(agentPid), pcpu1 = cpuSeconds(providerAgentPid);
     uint64_t bytes1 = proxy.bytesForwarded();
+    uint64_t out1 = proxy.bytesToUpstream(), back1 = proxy.bytesFromUpstream();
     // Latencies of this wave's Pods (those first seen locally after t0).
     std::vector<double> out, back;
     Clock::time_point lastRunning{};
@@ -486,14 +525,26 @@ int main(int argc, char** argv) {
                 {"provider_agent_cpu_s", pcpu1 - pcpu0},
                 {"provider_agent_peak_rss_mib", procStatusKiB(providerAgentPid, "VmHWM") / 1024.0},
                 {"stream_bytes_per_pod", n > 0 ? static_cast<double>(bytes1 - bytes0) / n : 0},
+                {"stream_bytes_out_per_pod", n > 0 ? static_cast<double>(out1 - out0) / n : 0},
+                {"stream_bytes_back_per_pod", n > 0 ? static_cast<double>(back1 - back0) / n : 0},
+                {"provider_agent_peak_rss_aim_mib", kProviderPeakAimMiB},
+                {"agent_peak_rss_aim_mib", kConsumerPeakAimMiB},
+                {"stream_bytes_per_pod_aim", kStreamBytesPerPodAim},
                 {"wall_s", ms(t1 - t0) / 1000},
                 {"load", loadavg()}};
     if (f.inProcess) {
       for (const char* k : {"agent_rss_mib", "agent_peak_rss_mib", "agent_cpu_s",
                             "provider_agent_cpu_s", "provider_agent_peak_rss_mib",
-                            "stream_bytes_per_pod"}) {
+                            "stream_bytes_per_pod", "stream_bytes_out_per_pod",
+                            "stream_bytes_back_per_pod"}) {
         row[k] = nullptr;  // no agents, no stream in this mode
       }
+    }
+    if (!f.inProcess) {
+      figures.push_back({created, row["provider_agent_peak_rss_mib"].get<double>(),
+                         row["agent_peak_rss_mib"].get<double>(),
+                         row["stream_bytes_out_per_pod"].get<double>(),
+                         row["stream_bytes_back_per_pod"].get<double>()});
     }
     if (f.json) {
       std::printf("%s\n", row.dump().c_str());
@@ -512,6 +563,7 @@ int main(int argc, char** argv) {
       break;
     }
   }
+  if (!f.json && !figures.empty()) printAgentFigures(figures);
   if (!f.json) std::printf("# load average before %s, after %s\n", loadBefore.c_str(), loadavg().c_str());
   localWatch.stop();
   remoteWatch.stop();

@@ -75,6 +75,7 @@ void TcpProxy::pump(int client) {
         break;
       }
       bytes_ += static_cast<uint64_t>(r);
+      (i == 0 ? bytesToUpstream_ : bytesFromUpstream_) += static_cast<uint64_t>(r);
       int dst = i == 0 ? up : client;
       for (ssize_t off = 0; off < r;) {
         ssize_t w = write(dst, buf + off, static_cast<size_t>(r - off));

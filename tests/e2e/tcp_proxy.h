@@ -37,6 +37,9 @@ class TcpProxy {
   // Bytes forwarded so far in both directions over all connections (a benchmark's
   // stream-bytes counter).
   uint64_t bytesForwarded() const { return bytes_.load(); }
+  // The same, client to upstream only / upstream to client only.
+  uint64_t bytesToUpstream() const { return bytesToUpstream_.load(); }
+  uint64_t bytesFromUpstream() const { return bytesFromUpstream_.load(); }
 
  private:
   void acceptLoop();
@@ -48,6 +51,7 @@ class TcpProxy {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> cut_{false};
   std::atomic<uint64_t> bytes_{0};
+  std::atomic<uint64_t> bytesToUpstream_{0}, bytesFromUpstream_{0};
   std::thread acceptor_;
   std::mutex mu_;  // guards the fields below
   std::set<int> open_;  // every live socket (both sides)
