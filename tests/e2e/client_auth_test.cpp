@@ -30,6 +30,14 @@ class ClientAuthTest : public ::testing::Test {
               std::string(kToken) + ",alice,uid-1,\"devs,ops\"\nother-token,bob,uid-2\n");
     server_ = new Minicluster();
     startError_ = server_->start("auth", 60s, {"--token-auth-file", dir_->file("tokens.csv")});
+    if (!startError_.empty()) return;
+    // RBAC is enforced: alice's group "devs" may read (the probe gets a Namespace); bob has
+    // no grant.
+    CommandResult bind = runCommand(
+        {"kubectl", "--kubeconfig", server_->kubeconfig(), "create", "clusterrolebinding",
+         "devs-view", "--clusterrole=view", "--group=devs"},
+        {{"KUBECACHEDIR", dir_->file("kubecache")}, {"HOME", dir_->path()}});
+    if (bind.exitCode != 0) startError_ = "cannot bind view to devs: " + bind.describe();
   }
   static void TearDownTestSuite() {
     delete server_;
@@ -112,6 +120,17 @@ TEST_F(ClientAuthTest, StaticToken) {
   auto r = (*bad)->get(res::kNamespaces, "", "default");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.code(), Code::Unauthorized);
+}
+
+TEST_F(ClientAuthTest, StaticTokenWithoutGrantIsForbidden) {
+  auto bob = clientFrom(caFileLine(), "    token: other-token\n", "bob");
+  ASSERT_TRUE(bob.ok()) << bob.error().message;
+  auto r = (*bob)->get(res::kNamespaces, "", "default");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.code(), Code::Forbidden);
+  EXPECT_THAT(r.error().message,
+              HasSubstr("namespaces \"default\" is forbidden: User \"bob\" cannot get resource "
+                        "\"namespaces\" in API group \"\" in the namespace \"default\""));
 }
 
 TEST_F(ClientAuthTest, TokenFile) {

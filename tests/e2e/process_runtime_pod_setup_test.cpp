@@ -194,7 +194,16 @@ TEST_F(ProcessRuntimePodSetupTest, VolumesEnvAndTheApiServerFromInsideAPod) {
                                  "curl -sS --max-time 10 --cacert " + sa +
                                      "/ca.crt https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/version"});
   EXPECT_THAT(byEnv.out, HasSubstr("gitVersion")) << byEnv.describe();
-  // The token authenticates the Pod's ServiceAccount; without it the API server says 401.
+  // The token authenticates the Pod's ServiceAccount: refused (403) until RBAC grants it the
+  // list, then served; without a token the API server says 401.
+  CommandResult forbidden = kubectl({"exec", "vol", "--", "sh", "-c",
+                                     "curl -sS --max-time 10 --cacert " + sa + "/ca.crt -H \"Authorization: Bearer $(cat " +
+                                         sa + "/token)\" https://kubernetes.default.svc/api/v1/namespaces/default/pods"});
+  EXPECT_THAT(forbidden.out, HasSubstr("pods is forbidden: User \\\"system:serviceaccount:default:default\\\" "
+                                       "cannot list resource \\\"pods\\\" in API group \\\"\\\" in the namespace "
+                                       "\\\"default\\\""))
+      << forbidden.describe();
+  must({"create", "rolebinding", "default-view", "--clusterrole=view", "--serviceaccount=default:default"});
   CommandResult listed = kubectl({"exec", "vol", "--", "sh", "-c",
                                   "curl -sS --max-time 10 --cacert " + sa + "/ca.crt -H \"Authorization: Bearer $(cat " +
                                       sa + "/token)\" https://kubernetes.default.svc/api/v1/namespaces/default/pods"});
@@ -295,6 +304,7 @@ TEST_F(ProcessRuntimePodSetupTest, TokenRequestIssuesTokensTheApiServerAccepts) 
   while (!token.empty() && token.back() == '\n') token.pop_back();
   ASSERT_FALSE(token.empty());
   std::string server = cluster_.server();
+  must({"create", "rolebinding", "default-view", "--clusterrole=view", "--serviceaccount=default:default"});
   CommandResult listed = runCommand({"curl", "-sk", "--max-time", "10", "-H", "Authorization: Bearer " + token,
                                      server + "/api/v1/namespaces/default/serviceaccounts"});
   EXPECT_THAT(listed.out, HasSubstr("\"kind\":\"ServiceAccountList\"")) << listed.describe();
