@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "bench/bench_client.h"
+#include "kube/pki.h"
 
 namespace strait::bench {
 namespace {
@@ -49,6 +50,11 @@ struct Options {
   bool durable = false;
   bool json = false;
   int timeoutSeconds = 600;  // whole-run limit for the write and watch phases
+  // --rbac: requests/s of a non-master user under RBAC against AlwaysAllow (runRbac()).
+  bool rbac = false;
+  int rbacObjects = 50;     // Roles + RoleBindings of other users present
+  int rbacSeconds = 10;     // measuring time per round and mode
+  int rbacRounds = 3;       // rounds, each mode once per round, alternating
 };
 
 struct Results {
@@ -522,6 +528,217 @@ int run(const Options& o) {
   return r.writeErrors == 0 && r.watchersComplete ? 0 : 1;
 }
 
+// ---------------------------------------------------------------------------------------
+// --rbac: the cost of RBAC enforcement
+//
+// Two servers in turn (durable, so the CA key is on disk): one with --authorization-mode
+// RBAC, one with AlwaysAllow. Each gets a namespace with `rbacObjects` Roles and
+// RoleBindings of other users, and one Role + RoleBinding letting "bench-user" (a client
+// certificate from the cluster CA, not in system:masters) read ConfigMaps. Then `writers`
+// threads GET one ConfigMap as bench-user for `rbacSeconds`; rounds alternate the modes.
+
+struct RbacServer {
+  std::unique_ptr<ServerProcess> process;
+  ClusterAccess user;
+};
+
+std::string readAll(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+bool post(ApiConnection& c, const std::string& target, const json& body, std::string* error) {
+  ApiResponse resp;
+  if (!c.request("POST", target, body.dump(), &resp, error)) return false;
+  if (resp.status != 201 && resp.status != 200) {
+    *error = "POST " + target + ": " + std::to_string(resp.status) + " " + resp.body.substr(0, 300);
+    return false;
+  }
+  return true;
+}
+
+std::optional<RbacServer> startRbacServer(const Options& o, const std::string& dir,
+                                          const std::string& mode, std::string* error) {
+  RbacServer s;
+  s.process = std::make_unique<ServerProcess>();
+  fs::create_directories(dir);
+  auto admin = s.process->start(o.strait, dir, /*durable=*/true, 60s, error,
+                                {"--authorization-mode", mode});
+  if (!admin) return std::nullopt;
+  ApiConnection c(*admin);
+  if (!c.connect(error)) return std::nullopt;
+  const std::string ns = "bench-rbac";
+  const std::string rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns;
+  if (!post(c, "/api/v1/namespaces", {{"metadata", {{"name", ns}}}}, error)) return std::nullopt;
+  auto role = [](const std::string& name, const std::string& resource) {
+    return json{{"metadata", {{"name", name}}},
+                {"rules", json::array({{{"verbs", {"get", "list", "watch"}},
+                                        {"apiGroups", {""}},
+                                        {"resources", {resource}}}})}};
+  };
+  auto binding = [](const std::string& name, const std::string& user) {
+    return json{{"metadata", {{"name", name}}},
+                {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"},
+                             {"name", name}}},
+                {"subjects", json::array({{{"apiGroup", "rbac.authorization.k8s.io"},
+                                           {"kind", "User"},
+                                           {"name", user}}})}};
+  };
+  for (int i = 0; i < o.rbacObjects; ++i) {
+    const std::string name = "other-" + std::to_string(i);
+    if (!post(c, rbac + "/roles", role(name, "secrets"), error) ||
+        !post(c, rbac + "/rolebindings", binding(name, "user-" + std::to_string(i)), error)) {
+      return std::nullopt;
+    }
+  }
+  if (!post(c, rbac + "/roles", role("bench", "configmaps"), error) ||
+      !post(c, rbac + "/rolebindings", binding("bench", "bench-user"), error) ||
+      !post(c, "/api/v1/namespaces/" + ns + "/configmaps",
+            {{"metadata", {{"name", "target"}}}, {"data", {{"k", "v"}}}}, error)) {
+    return std::nullopt;
+  }
+  kube::KeyPair ca{readAll(dir + "/data/pki/ca.crt"), readAll(dir + "/data/pki/ca.key")};
+  auto cert = kube::issueCert(ca, "bench-user", {}, {}, {}, false);
+  if (!cert) {
+    *error = "issuing bench-user's certificate: " + cert.error().message;
+    return std::nullopt;
+  }
+  s.user = *admin;
+  s.user.certPem = cert->certPem;
+  s.user.keyPem = cert->keyPem;
+  return s;
+}
+
+struct RbacMeasure {
+  double requestsPerSecond = 0;
+  long ok = 0, failed = 0;
+  std::string firstError;
+};
+
+RbacMeasure measureGets(const ClusterAccess& user, int threads, int durationSeconds) {
+  RbacMeasure m;
+  std::atomic<long> ok{0}, failed{0};
+  std::mutex mu;
+  const auto end = Clock::now() + std::chrono::seconds(durationSeconds);
+  const auto start = Clock::now();
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&] {
+      ApiConnection c(user);
+      std::string error;
+      if (!c.connect(&error)) {
+        ++failed;
+        std::lock_guard lk(mu);
+        if (m.firstError.empty()) m.firstError = error;
+        return;
+      }
+      ApiResponse resp;
+      while (Clock::now() < end) {
+        if (c.request("GET", "/api/v1/namespaces/bench-rbac/configmaps/target", "", &resp,
+                      &error) &&
+            resp.status == 200) {
+          ++ok;
+        } else {
+          ++failed;
+          std::lock_guard lk(mu);
+          if (m.firstError.empty()) {
+            m.firstError = error.empty() ? std::to_string(resp.status) + " " + resp.body : error;
+          }
+        }
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  m.ok = ok;
+  m.failed = failed;
+  m.requestsPerSecond = static_cast<double>(m.ok) / seconds(Clock::now() - start);
+  return m;
+}
+
+int runRbac(const Options& o) {
+  const char* tmp = getenv("TMPDIR");
+  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/strait-bench-rbac-XXXXXX";
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    std::fprintf(stderr, "mkdtemp %s: %s\n", tmpl.c_str(), strerror(errno));
+    return 1;
+  }
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } cleanup{tmpl};
+  std::string error;
+  auto rbac = startRbacServer(o, tmpl + "/rbac", "RBAC", &error);
+  if (!rbac) {
+    std::fprintf(stderr, "RBAC server: %s\n", error.c_str());
+    return 1;
+  }
+  auto allow = startRbacServer(o, tmpl + "/allow", "AlwaysAllow", &error);
+  if (!allow) {
+    std::fprintf(stderr, "AlwaysAllow server: %s\n", error.c_str());
+    return 1;
+  }
+  // A denied request proves the RBAC server enforces: bench-user may not list secrets.
+  {
+    ApiConnection c(rbac->user);
+    ApiResponse resp;
+    if (!c.connect(&error) ||
+        !c.request("GET", "/api/v1/namespaces/bench-rbac/secrets", "", &resp, &error) ||
+        resp.status != 403) {
+      std::fprintf(stderr, "the RBAC server did not refuse bench-user (status %d %s)\n",
+                   resp.status, error.c_str());
+      return 1;
+    }
+  }
+  std::vector<double> rbacRps, allowRps;
+  long failures = 0;
+  std::string firstError;
+  for (int round = 0; round < o.rbacRounds; ++round) {
+    // Alternate which mode goes first, so drift in machine load hits both alike.
+    for (int k = 0; k < 2; ++k) {
+      bool rbacTurn = (round % 2 == 0) == (k == 0);
+      RbacMeasure m = measureGets(rbacTurn ? rbac->user : allow->user, o.writers, o.rbacSeconds);
+      (rbacTurn ? rbacRps : allowRps).push_back(m.requestsPerSecond);
+      failures += m.failed;
+      if (firstError.empty()) firstError = m.firstError;
+    }
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const double r = median(rbacRps), a = median(allowRps);
+  const double load = loadAverage1();
+  if (o.json) {
+    json j = {{"mode", "rbac"},
+              {"rbacObjects", o.rbacObjects},
+              {"threads", o.writers},
+              {"secondsPerRound", o.rbacSeconds},
+              {"rounds", o.rbacRounds},
+              {"rbacRequestsPerSecond", rbacRps},
+              {"alwaysAllowRequestsPerSecond", allowRps},
+              {"rbacMedian", r},
+              {"alwaysAllowMedian", a},
+              {"ratio", a > 0 ? r / a : 0},
+              {"failures", failures},
+              {"loadAverage1", load}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("apiserver_bench mode=rbac objects=%d (Roles+RoleBindings of other users) "
+                "threads=%d rounds=%d x %ds\n",
+                o.rbacObjects, o.writers, o.rbacRounds, o.rbacSeconds);
+    std::printf("  GET configmap as a non-master user, requests/s (median of rounds)\n");
+    std::printf("    RBAC         %10.0f\n", r);
+    std::printf("    AlwaysAllow  %10.0f\n", a);
+    std::printf("    ratio        %10.3f  (RBAC / AlwaysAllow)\n", a > 0 ? r / a : 0);
+    std::printf("  failed requests %ld, load average (1 min) %.2f\n", failures, load);
+    if (!firstError.empty()) std::printf("  first error: %s\n", firstError.c_str());
+  }
+  return failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace strait::bench
 
@@ -542,11 +759,23 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", o.timeoutSeconds, "limit for the write+watch phases, seconds")
       ->capture_default_str()
       ->check(CLI::Range(10, 86400));
+  app.add_flag("--rbac", o.rbac,
+               "instead: requests/s of a non-master user under RBAC vs AlwaysAllow (uses "
+               "--writers threads)");
+  app.add_option("--rbac-objects", o.rbacObjects, "Roles and RoleBindings of other users")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--rbac-seconds", o.rbacSeconds, "measuring time per round and mode")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  app.add_option("--rbac-rounds", o.rbacRounds, "rounds (each runs both modes)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
   CLI11_PARSE(app, argc, argv);
   if (o.strait.empty()) o.strait = strait::bench::straitBesideThisBinary(argv[0]);
   if (o.strait.empty() || access(o.strait.c_str(), X_OK) != 0) {
     std::fprintf(stderr, "strait binary not found; pass --strait PATH\n");
     return 2;
   }
-  return strait::bench::run(o);
+  return o.rbac ? strait::bench::runRbac(o) : strait::bench::run(o);
 }
