@@ -11,6 +11,7 @@
 #include "kube/object.h"
 #include "reflection/pod_dependencies.h"
 #include "reflection/pod_reflector.h"
+#include "reflection/reflection_metrics.h"
 #include "reflection/reflector.h"
 #include "reflection/stream_client.h"
 
@@ -127,7 +128,7 @@ kube::Status ConsumerReflection::start() {
   ko.workers = opts_.podWorkers;
   ko.queue.baseDelay = 50ms;
   ko.queue.maxDelay = 5s;
-  reflector_ = std::make_unique<Reflector>();
+  reflector_ = std::make_unique<Reflector>(opts_.nodeName);
   if (kube::Status s = reflector_->registerKind(
           std::make_unique<GatedReflector>(
               std::make_unique<PodReflector>(local_, pods_->cache(), *stream_, po),
@@ -145,6 +146,9 @@ kube::Status ConsumerReflection::start() {
 
   reflector_->start();
   pods_->start();
+  if (auto m = reflectionMetrics()) {
+    m->podsAdded(opts_.nodeName, [informer] { return informer->cache().size(); });
+  }
   thread_ = std::jthread([this](std::stop_token st) { housekeeping(st); });
   stream_->start();
   return kube::Status::OK();
@@ -152,6 +156,7 @@ kube::Status ConsumerReflection::start() {
 
 void ConsumerReflection::stop() {
   if (stream_) stream_->stop();  // first: no more callbacks into the parts below
+  if (auto m = reflectionMetrics(); m && pods_) m->podsRemoved(opts_.nodeName);
   if (thread_.joinable()) {
     thread_.request_stop();
     {

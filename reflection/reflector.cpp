@@ -3,8 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include "kube/api_error.h"
+#include "reflection/reflection_metrics.h"
 
 namespace strait::reflection {
+
+static_assert(static_cast<int>(WorkResult::RequeueAfter) ==
+                  static_cast<int>(HandleResult::Kind::RequeueAfter) &&
+              static_cast<int>(WorkResult::Retry) == static_cast<int>(HandleResult::Kind::Retry));
 
 Reflector::~Reflector() { stop(); }
 
@@ -33,6 +38,9 @@ kube::Status Reflector::registerKind(std::unique_ptr<KindReflector> kind, KindOp
 void Reflector::start() {
   if (started_.exchange(true)) return;
   for (auto& [name, k] : kinds_) {
+    if (auto m = reflectionMetrics()) {
+      m->queueAdded(name_, name, [q = k->queue.get()] { return q->len(); });
+    }
     for (int i = 0; i < k->opts.workers; ++i) {
       Kind* kp = k.get();
       k->workers.emplace_back([this, kp] { work(*kp); });
@@ -42,6 +50,9 @@ void Reflector::start() {
 
 void Reflector::stop() {
   if (stopped_.exchange(true)) return;
+  if (auto m = reflectionMetrics(); m && started_) {
+    for (auto& [name, k] : kinds_) m->queueRemoved(name_, name);
+  }
   for (auto& [name, k] : kinds_) k->queue->shutDown();
   for (auto& [name, k] : kinds_) {
     for (std::thread& t : k->workers) {
@@ -58,7 +69,9 @@ void Reflector::work(Kind& k) {
       k.queue->done(*key);
       continue;
     }
+    const auto began = std::chrono::steady_clock::now();
     HandleResult r = k.reflector->handle(*key);
+    countWork(k.reflector->kind(), static_cast<WorkResult>(r.kind), began);
     ++k.handled;
     switch (r.kind) {
       case HandleResult::Kind::Done:

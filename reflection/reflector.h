@@ -65,7 +65,8 @@ struct KindCounters {
 
 class Reflector {
  public:
-  Reflector() = default;
+  // `name` labels its work queues in the process's metrics (reflection_metrics.h).
+  explicit Reflector(std::string name = "") : name_(std::move(name)) {}
   ~Reflector();  // stop()
   Reflector(const Reflector&) = delete;
   Reflector& operator=(const Reflector&) = delete;
@@ -96,6 +97,7 @@ class Reflector {
   };
   void work(Kind& k);
 
+  const std::string name_;
   std::map<std::string, std::unique_ptr<Kind>> kinds_;  // fixed after start()
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};

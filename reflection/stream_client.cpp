@@ -6,6 +6,7 @@
 #include <random>
 
 #include "kube/object.h"
+#include "reflection/reflection_metrics.h"
 
 namespace strait::reflection {
 
@@ -96,6 +97,7 @@ void StreamClient::run() {
     auto began = std::chrono::steady_clock::now();
     if (!opened.ok()) {
       why = opened.error();
+      countStreamError(StreamSide::Consumer, StreamError::Dial);
     } else {
       std::shared_ptr<peering::EventStream> s(std::move(*opened));
       {
@@ -104,7 +106,7 @@ void StreamClient::run() {
         stream_ = s;
         readerDone_ = false;
       }
-      connections_++;
+      if (connections_++ > 0) countStreamReconnect();
       runConnection(*s);
       why = s->status();
       {
@@ -142,6 +144,7 @@ void StreamClient::runConnection(peering::EventStream& s) {
     while (s.read(&e)) {
       counters_.messagesIn++;
       counters_.bytesIn += e.ByteSizeLong();
+      countStreamMessage(StreamSide::Consumer, StreamDirection::Received, e);
       lastReceivedMs_ = nowMs();
       if (!connected_.load()) {
         base::MutexLock lock(mu_);
@@ -153,6 +156,7 @@ void StreamClient::runConnection(peering::EventStream& s) {
       if (!m.ok()) {
         spdlog::warn("event=stream_bad_message consumer={} error=\"{}\"", opts_.consumerId,
                      m.error().message);
+        countStreamError(StreamSide::Consumer, StreamError::BadMessage);
         continue;
       }
       handle(*m);
@@ -168,6 +172,7 @@ void StreamClient::runConnection(peering::EventStream& s) {
     while (!(stopping_ || readerDone_ || (!announced && connected_.load()))) {
       if (cv_.wait_until(lock, nextTick) == std::cv_status::timeout) break;
     }
+    if (readerDone_ && !stopping_) countStreamError(StreamSide::Consumer, StreamError::Broken);
     if (stopping_ || readerDone_) break;
     if (!announced && connected_.load()) {
       announced = true;
@@ -183,6 +188,7 @@ void StreamClient::runConnection(peering::EventStream& s) {
     if (nowMs() - lastReceivedMs_.load() > deadAfter().count()) {
       spdlog::warn("event=stream_silent consumer={} silent_ms={}", opts_.consumerId,
                    nowMs() - lastReceivedMs_.load());
+      countStreamError(StreamSide::Consumer, StreamError::Silent);
       break;
     }
     lock.unlock();
@@ -315,6 +321,7 @@ bool StreamClient::send(const StreamMessage& m) {
   v1::ReflectionEvent e = encodeStreamMessage(m);
   counters_.messagesOut++;
   counters_.bytesOut += e.ByteSizeLong();
+  countStreamMessage(StreamSide::Consumer, StreamDirection::Sent, e);
   return s->write(e);
 }
 

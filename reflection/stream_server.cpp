@@ -18,6 +18,7 @@
 #include "reflection/labels.h"
 #include "reflection/pod_usage.h"
 #include "reflection/provider_applier.h"
+#include "reflection/reflection_metrics.h"
 #include "reflection/stream_messages.h"
 
 namespace strait::reflection {
@@ -121,11 +122,13 @@ class StreamSession {
     while (stream_.read(&e)) {
       owner_.counters_.messagesIn++;
       owner_.counters_.bytesIn += e.ByteSizeLong();
+      countStreamMessage(StreamSide::Provider, StreamDirection::Received, e);
       lastReceivedMs_ = nowMs();
       kube::Result<StreamMessage> m = decodeStreamMessage(e);
       if (!m.ok()) {
         spdlog::warn("event=stream_bad_message consumer={} error=\"{}\"", opts_.consumerId,
                      m.error().message);
+        countStreamError(StreamSide::Provider, StreamError::BadMessage);
         if (e.seq() != 0) send(StreamMessage::reply(e.seq(), m.error()));
         continue;
       }
@@ -248,6 +251,7 @@ class StreamSession {
     }
     if (!r.ok()) {
       owner_.counters_.errors++;
+      countStreamError(StreamSide::Provider, StreamError::RequestFailed);
       spdlog::info("event=stream_request_failed consumer={} type={} kind={} namespace={} name={} "
                    "error=\"{}\"",
                    opts_.consumerId, streamMessageTypeName(m.type), m.kind, m.ns, m.name,
@@ -344,6 +348,7 @@ class StreamSession {
     v1::ReflectionEvent e = encodeStreamMessage(m);
     owner_.counters_.messagesOut++;
     owner_.counters_.bytesOut += e.ByteSizeLong();
+    countStreamMessage(StreamSide::Provider, StreamDirection::Sent, e);
     return stream_.write(e);
   }
 
@@ -367,6 +372,7 @@ class StreamSession {
       if (nowMs() - lastReceivedMs_.load() > dead) {
         spdlog::warn("event=stream_silent consumer={} silent_ms={}", opts_.consumerId,
                      nowMs() - lastReceivedMs_.load());
+        countStreamError(StreamSide::Provider, StreamError::Silent);
         end(kube::Status::OK());
         return;
       }

@@ -90,5 +90,15 @@ else
   echo "run-bench: $SCALE_BENCH not built (run: make bench)" >&2
   status=1
 fi
+# Metrics benchmark: one agent /metrics scrape after 10,000 offloaded Pods.
+METRICS_BENCH="$BUILD/bench/metrics_bench"
+if [ -x "$METRICS_BENCH" ]; then
+  mjson=()
+  if [ "${BENCH_JSON:-0}" = 1 ]; then mjson=(--json); fi
+  "$METRICS_BENCH" --strait "$STRAIT" "${mjson[@]}" || status=1
+else
+  echo "run-bench: $METRICS_BENCH not built (run: make bench)" >&2
+  status=1
+fi
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 exit $status

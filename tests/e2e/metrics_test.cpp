@@ -153,6 +153,61 @@ TEST_F(MetricsTest, AgentsAndApiServersServeMetricsThatPromtoolAcceptsAndThatFol
                       60s))
       << scrape(cloudAgentPort) << agentLogs();
 
+  // The reflection of those Pods, on both sides of the stream. The consumer (home) sent
+  // APPLYs and got STATUSes back, its reflector handled Pod work items, its virtual node
+  // holds the remaining Pod; the provider (cloud) received the APPLYs and sent the STATUSes.
+  EXPECT_TRUE(waitFor([&] {
+    return sample(scrape(homeAgentPort),
+                  "strait_virtual_node_pods{node=\"" + std::string(kVirtualNode) + "\"}") == 1;
+  }, 60s)) << scrape(homeAgentPort);
+  homeText = scrape(homeAgentPort);
+  const std::string cloudText = scrape(cloudAgentPort);
+  const auto series = [](const char* name, const char* side, const char* direction,
+                         const char* type) {
+    return std::string(name) + R"({direction=")" + direction + R"(",side=")" + side +
+           R"(",type=")" + type + R"("})";
+  };
+  const double applies = sample(homeText, series("strait_stream_messages_total", "consumer", "sent", "APPLY"));
+  EXPECT_GE(applies, 3) << homeText;  // one per Pod at least (a Pod's dependencies add more)
+  const double applyBytes = sample(homeText, series("strait_stream_bytes_total", "consumer", "sent", "APPLY"));
+  EXPECT_GT(applyBytes, 300 * applies) << homeText;  // a forged Pod's JSON is hundreds of bytes
+  EXPECT_LT(applyBytes, 100000 * applies) << homeText;
+  EXPECT_GE(sample(homeText, series("strait_stream_messages_total", "consumer", "received", "STATUS")), 3)
+      << homeText;
+  EXPECT_GE(sample(homeText, series("strait_stream_messages_total", "consumer", "received", "REPLY")), 3)
+      << homeText;
+  EXPECT_GE(sample(homeText, series("strait_stream_messages_total", "consumer", "sent", "RESYNC_BEGIN")), 1)
+      << homeText;
+  EXPECT_GE(sample(homeText, series("strait_stream_messages_total", "consumer", "received", "SYNCED")), 1)
+      << homeText;
+  EXPECT_GE(sample(homeText, series("strait_stream_messages_total", "consumer", "sent", "DELETE")), 2)
+      << homeText;  // the two Pods scaled away
+  EXPECT_EQ(sample(homeText, series("strait_stream_messages_total", "consumer", "received", "UNKNOWN")), -1)
+      << homeText;
+  EXPECT_GE(sample(homeText, "strait_stream_reconnects_total"), 0) << homeText;
+  EXPECT_EQ(sample(homeText, R"(strait_stream_errors_total{reason="bad_message",side="consumer"})"), 0)
+      << homeText;
+  const double work = sample(homeText,
+      R"(strait_reflection_work_duration_seconds_count{kind="Pod",result="done"})");
+  EXPECT_GE(work, 3) << homeText;
+  const double workSeconds = sample(homeText,
+      R"(strait_reflection_work_duration_seconds_sum{kind="Pod",result="done"})");
+  EXPECT_GT(workSeconds, 0) << homeText;
+  EXPECT_LT(workSeconds / work, 10) << homeText;  // seconds, not milliseconds
+  EXPECT_GE(sample(homeText, "strait_reflection_queue_depth{kind=\"Pod\",reflector=\"" +
+                                 std::string(kVirtualNode) + "\"}"), 0)
+      << homeText;
+  // The provider's mirror image of the same traffic.
+  EXPECT_GE(sample(cloudText, series("strait_stream_messages_total", "provider", "received", "APPLY")),
+            applies > 0 ? 3 : 1)
+      << cloudText;
+  EXPECT_GE(sample(cloudText, series("strait_stream_messages_total", "provider", "sent", "STATUS")), 3)
+      << cloudText;
+  EXPECT_GT(sample(cloudText, series("strait_stream_bytes_total", "provider", "sent", "STATUS")), 0)
+      << cloudText;
+  EXPECT_EQ(sample(cloudText, R"(strait_stream_errors_total{reason="request_failed",side="provider"})"), 0)
+      << cloudText;
+
   // The API servers count requests by upstream verb, resource and code; the agents' watches
   // are open now.
   const std::string apiText = scrape(homeApiPort);
@@ -212,6 +267,19 @@ TEST_F(MetricsTest, PrometheusScrapesTheAgentAndAnswersAQueryOnPeerings) {
     return result.is_array() && result.size() == 1 && result[0]["value"][1] == "1";
   }, 60s, 500ms);
   EXPECT_TRUE(answered) << last << "\n" << prometheus.stderrText();
+  // The reflection series are scraped too: the stream's keepalives and resync alone are
+  // consumer messages.
+  const bool streamed = waitFor([&] {
+    CommandResult r = runCommand({"curl", "-sS", "--max-time", "5", url, "--data-urlencode",
+                                  R"(query=sum(strait_stream_messages_total{side="consumer",direction="sent"}))"});
+    last = r.out;
+    json j = json::parse(r.out, nullptr, false);
+    if (j.is_discarded() || j.value("status", "") != "success") return false;
+    const json& result = j["data"]["result"];
+    return result.is_array() && result.size() == 1 && result[0]["value"][1].is_string() &&
+           std::stod(result[0]["value"][1].get<std::string>()) > 0;
+  }, 60s, 500ms);
+  EXPECT_TRUE(streamed) << last;
   // The target is up and nothing else about the peering is counted as connected consumer.
   CommandResult consumer = runCommand({"curl", "-sS", url, "--data-urlencode",
                                        R"(query=sum(strait_peerings{state="connected"}))"});
