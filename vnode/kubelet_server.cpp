@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "kube/time.h"
 #include "kube/portforward.h"
+#include "kube/time.h"
 #include "vnode/exec_bridge.h"
 #include "vnode/port_forward_relay.h"
 
@@ -53,8 +53,8 @@ kube::Status intParam(const kube::HttpRequest& req, const char* key, bool* has, 
     *value = n;
     return kube::Status::OK();
   } catch (const std::exception&) {
-    return kube::makeError(kube::Code::BadRequest,
-                           std::string("invalid ") + key + " \"" + v + "\": not a non-negative integer");
+    return kube::makeError(kube::Code::BadRequest, std::string("invalid ") + key + " \"" + v +
+                                                       "\": not a non-negative integer");
   }
 }
 
@@ -65,6 +65,7 @@ class KubeletServer::Handler final : public kube::Handler {
   explicit Handler(const KubeletServerConfig& c) : c_(c) {}
 
   void handle(const kube::HttpRequest& req, kube::Responder& out) override {
+    if (!authorized(req, out)) return;
     std::vector<std::string> seg = segments(req.path);
     if (seg.size() == 1 && seg[0] == "healthz") return plain(out, 200, "ok");
     auto provider = c_.provider ? c_.provider() : nullptr;
@@ -88,8 +89,7 @@ class KubeletServer::Handler final : public kube::Handler {
         return dialRemotePort(*provider, ns, pod, port);
       });
     }
-    if ((seg.size() == 4 || seg.size() == 3) &&
-        (seg[0] == "containerLogs" || isExec || isAttach)) {
+    if ((seg.size() == 4 || seg.size() == 3) && (seg[0] == "containerLogs" || isExec || isAttach)) {
       if (!provider) return noProvider(out);
       const std::string container = seg.size() == 4 ? seg[3] : "";
       if (isExec) return serveExec(req, out, *provider, seg[1], seg[2], container);
@@ -100,6 +100,29 @@ class KubeletServer::Handler final : public kube::Handler {
   }
 
  private:
+  // Answers 401/403/500 and returns false unless the caller may make `req` (the kubelet's
+  // authentication and authorization filter).
+  bool authorized(const kube::HttpRequest& req, kube::Responder& out) {
+    if (req.user.empty()) {
+      plain(out, 401, "Unauthorized");
+      return false;
+    }
+    KubeletRequestAttributes a =
+        kubeletRequestAttributes(req.method, req.path, req.user, req.groups, c_.nodeName);
+    kube::Result<bool> allowed = c_.authorize(a);
+    if (!allowed.ok()) {
+      plain(out, 500, authorizationErrorMessage(a));
+      return false;
+    }
+    if (!*allowed) {
+      spdlog::info("event=kubelet_api_forbidden node={} user={} verb={} subresource={} path={}",
+                   c_.nodeName, a.user, a.verb, a.subresource, req.path);
+      plain(out, 403, forbiddenMessage(a));
+      return false;
+    }
+    return true;
+  }
+
   void noProvider(kube::Responder& out) {
     plain(out, 503, "virtual node " + c_.nodeName + ": the peering with its provider is down");
   }
@@ -107,8 +130,9 @@ class KubeletServer::Handler final : public kube::Handler {
   // with the node's name; the provider's own refusals keep their code and message.
   void providerFailed(kube::Responder& out, const kube::Error& e) {
     if (e.code == kube::Code::Unavailable || e.code == kube::Code::ServerTimeout) {
-      return plain(out, 503, "virtual node " + c_.nodeName +
-                                 ": the provider agent cannot be reached: " + e.message);
+      return plain(
+          out, 503,
+          "virtual node " + c_.nodeName + ": the provider agent cannot be reached: " + e.message);
     }
     fail(out, e);
   }
@@ -205,7 +229,8 @@ class KubeletServer::Handler final : public kube::Handler {
         [&](std::string_view data) {
           if (!started) {
             started = true;
-            if (!out.startStream(200, {{"Content-Type", "text/plain"}})) return !(clientGone = true);
+            if (!out.startStream(200, {{"Content-Type", "text/plain"}}))
+              return !(clientGone = true);
           }
           if (!out.writeChunk(data)) clientGone = true;
           return !clientGone;
@@ -228,8 +253,10 @@ kube::Result<std::unique_ptr<KubeletServer>> KubeletServer::create(KubeletServer
   if (config.servingCert.certPem.empty() || config.servingCert.keyPem.empty()) {
     return invalid("servingCert", "needs a certificate and a key");
   }
-  if (config.clientCaPem.empty()) return invalid("clientCaPem", "is required (client certificates are)");
+  if (config.clientCaPem.empty())
+    return invalid("clientCaPem", "is required (client certificates are)");
   if (!config.provider) return invalid("provider", "is required");
+  if (!config.authorize) return invalid("authorize", "is required (every request is authorized)");
   return std::unique_ptr<KubeletServer>(new KubeletServer(std::move(config)));
 }
 

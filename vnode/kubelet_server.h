@@ -27,6 +27,13 @@
 // signs the API server's kubelet client certificate): a caller without one never gets a
 // TLS session.
 //
+// Authorization: every request (healthz included, as on a kubelet) is then authorized by
+// `authorize` with the caller's user (certificate CN) and groups (O), the verb of its method
+// and the nodes subresource of its path (kubelet_authorizer.h: a SubjectAccessReview to the
+// consumer's API server, cached). A certificate without a CN is 401 Unauthorized, a denied
+// request 403 "Forbidden (user=..., verb=..., resource=nodes, subresource=...)", a failed
+// review 500 "Authorization error (...)" — never served.
+//
 // Thread-safety: start()/stop() from one thread; requests are served on the HTTP server's
 // connection threads.
 
@@ -40,20 +47,24 @@
 #include "kube/pki.h"
 #include "kube/status.h"
 #include "peering/kubelet_transport.h"
+#include "vnode/kubelet_authorizer.h"
 
 namespace strait::vnode {
 
 struct KubeletServerConfig {
-  std::string nodeName;                // the virtual node (strait-<provider>)
+  std::string nodeName;  // the virtual node (strait-<provider>)
   std::string listenHost = "127.0.0.1";
-  uint16_t port = 0;                   // 0 = any free port
-  kube::KeyPair servingCert;           // certPem may hold the chain
-  std::string clientCaPem;             // client certificates must chain to it
+  uint16_t port = 0;          // 0 = any free port
+  kube::KeyPair servingCert;  // certPem may hold the chain
+  std::string clientCaPem;    // client certificates must chain to it
   // The current RemoteKubelet client of the peering (it changes when the certificate is
   // renewed); null while the peering is down (requests then get 503). Called per request,
   // from connection threads.
   std::function<std::shared_ptr<peering::KubeletClient>()> provider;
   std::chrono::milliseconds callTimeout{15000};  // /pods and /stats/summary
+  // Decides each authenticated request (KubeletAuthorizer::authorize, bound). Required.
+  // Called from connection threads; may block.
+  std::function<kube::Result<bool>(const KubeletRequestAttributes&)> authorize;
 };
 
 class KubeletServer {

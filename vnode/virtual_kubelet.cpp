@@ -130,6 +130,9 @@ kube::Status VirtualKubelet::startKubeletServer() {
     std::shared_ptr<peering::RpcClient> rpc = peering->rpc();  // the current certificate
     return rpc ? rpc->kubelet() : nullptr;
   };
+  // Each caller is authorized by a SubjectAccessReview to this cluster, as a kubelet does.
+  kc.authorize = [authorizer = std::make_shared<KubeletAuthorizer>(subjectAccessReviewer(local_))](
+                     const KubeletRequestAttributes& a) { return authorizer->authorize(a); };
   auto server = KubeletServer::create(std::move(kc));
   if (!server.ok()) return kube::Status(server.error());
   if (kube::Status s = (*server)->start(); !s.ok()) return s;

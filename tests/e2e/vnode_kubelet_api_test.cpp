@@ -4,6 +4,9 @@
 //   with a serving certificate from a CSR in the consumer) -> gRPC over the peering's mutual
 //   TLS -> the provider's `strait agent` process (RemoteKubelet) -> the provider API server's
 //   pods/log and pods/exec -> the provider's (simulated) kubelet running the remote Pod.
+// Every request is authorized like a kubelet's: a SubjectAccessReview to the consumer's API
+// server (its RBAC) for nodes/proxy, nodes/stats...: the API server's own kubelet client
+// passes, a user the consumer's RBAC does not allow gets 403 with the kubelet's message.
 // Two real miniclusters, two real agents peered by `strait peer`. What the virtual kubelet's
 // reflection would do (the Node object, the remote Pod with its origin labels) is done here
 // by the test, so that this file exercises the kubelet path alone.
@@ -16,15 +19,18 @@
 #include <regex>
 
 #include "e2e/peering_fixture.h"
+#include "kube/base64.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
 #include "kube/object.h"
+#include "kube/pki.h"
 #include "peering/encoding.h"
 #include "peering/kubelet_transport.h"
 #include "peering/names.h"
 #include "peering/policy.h"
 #include "peering/transport.h"
 #include "reflection/labels.h"
+#include "vnode/kubelet_authorizer.h"
 #include "vnode/kubelet_server.h"
 #include "vnode/node_builder.h"
 #include "vnode/serving_cert.h"
@@ -135,6 +141,10 @@ class VnodeKubeletApiTest : public TwoClusterTest {
     kc.servingCert = *serving;
     kc.clientCaPem = s.home->config().caPem;
     kc.provider = [&s] { return s.current(); };
+    // Authorized by the consumer's API server, as the VirtualKubelet wires it.
+    kc.authorize = [authz = std::make_shared<vnode::KubeletAuthorizer>(
+                        vnode::subjectAccessReviewer(*s.home))](
+                       const vnode::KubeletRequestAttributes& a) { return authz->authorize(a); };
     auto server = vnode::KubeletServer::create(std::move(kc));
     if (!server.ok()) return server.error().message;
     s.server = std::move(*server);
@@ -210,12 +220,17 @@ class VnodeKubeletApiTest : public TwoClusterTest {
     return last;
   }
 
-  // curl to the kubelet API; `cert` "" = no client certificate.
-  CommandResult curlKubelet(const std::string& path, const std::string& certDir) {
+  // curl to the kubelet API; `cert` "" = no client certificate; `user` names the files
+  // <certDir>/<user>.crt and .key.
+  CommandResult curlKubelet(const std::string& path, const std::string& certDir,
+                            const std::string& user = "admin",
+                            const std::vector<std::string>& extra = {}) {
     std::vector<std::string> argv = {"curl", "-sS", "--max-time", "20", "--cacert",
                                      setup_->dir->file("home/ca.crt")};
+    argv.insert(argv.end(), extra.begin(), extra.end());
     if (!certDir.empty()) {
-      argv.insert(argv.end(), {"--cert", certDir + "/admin.crt", "--key", certDir + "/admin.key"});
+      argv.insert(argv.end(), {"--cert", certDir + "/" + user + ".crt", "--key",
+                               certDir + "/" + user + ".key"});
     }
     argv.push_back("https://127.0.0.1:" + std::to_string(setup_->server->port()) + path);
     return runCommand(argv);
@@ -343,6 +358,87 @@ TEST_F(VnodeKubeletApiTest, PodsStatsAndClientCertificatesRequired) {
   CommandResult stranger = curlKubelet("/pods", setup_->dir->path() + "/cloud");
   EXPECT_NE(stranger.exitCode, 0) << stranger.describe();
   EXPECT_EQ(stranger.out.find("logger"), std::string::npos);
+}
+
+// A client certificate of the consumer's CA for a user its RBAC does not allow: the virtual
+// kubelet refuses it as a kubelet would (403, the kubelet's message), while `kubectl logs`
+// (the API server's kubelet client) still works; a ClusterRole granting nodes/stats then
+// opens /stats/summary to that user, and nothing else.
+TEST_F(VnodeKubeletApiTest, CallersAreAuthorizedBySubjectAccessReviewsToTheConsumer) {
+  CommandResult logs = kubectlHome({"logs", "logger", "-n", "web", "--tail", "1"});
+  EXPECT_EQ(logs.exitCode, 0) << logs.describe();
+  EXPECT_NE(logs.out.find("heartbeat"), std::string::npos) << logs.describe();
+
+  // mallory (group dev): a certificate signed through a CSR the admin approves.
+  const std::string certDir = setup_->dir->path() + "/mallory";
+  std::filesystem::create_directories(certDir);
+  std::string why;
+  ASSERT_TRUE(loadAdminCredentials(consumer().kubeconfig(), certDir, &why).has_value()) << why;
+  auto key = kube::makeKeyAndCsr("mallory", {"dev"});
+  ASSERT_TRUE(key.ok()) << key.error().message;
+  json csr = {{"apiVersion", "certificates.k8s.io/v1"},
+              {"kind", "CertificateSigningRequest"},
+              {"metadata", {{"name", "mallory"}}},
+              {"spec",
+               {{"request", kube::base64Encode(key->csrPem)},
+                {"signerName", "kubernetes.io/kube-apiserver-client"},
+                {"usages", {"client auth"}}}}};
+  CommandResult created = kubectlHome({"create", "-f", "-"}, csr.dump());
+  ASSERT_EQ(created.exitCode, 0) << created.describe();
+  CommandResult approved = kubectlHome({"certificate", "approve", "mallory"});
+  ASSERT_EQ(approved.exitCode, 0) << approved.describe();
+  std::string certPem;
+  ASSERT_TRUE(waitFor([&] {
+    auto c = setup_->home->get(kube::ResourceRef{"certificates.k8s.io", "v1",
+                                                 "certificatesigningrequests", false},
+                               "", "mallory");
+    if (!c.ok() || !(*c)["status"].contains("certificate")) return false;
+    std::optional<std::string> pem =
+        kube::base64Decode((*c)["status"]["certificate"].get<std::string>());
+    if (!pem) return false;
+    certPem = *pem;
+    return true;
+  }, 30s));
+  ASSERT_TRUE(writeFile(certDir + "/mallory.crt", certPem));
+  ASSERT_TRUE(writeFile(certDir + "/mallory.key", key->keyPem));
+
+  // The consumer's API server knows mallory: an authenticated user without permissions.
+  CommandResult who = runCommand({"kubectl", "--server", consumer().server(), "--certificate-authority",
+                                  certDir + "/ca.crt", "--client-certificate", certDir + "/mallory.crt",
+                                  "--client-key", certDir + "/mallory.key", "auth", "can-i", "get",
+                                  "nodes/proxy"},
+                                 {{"KUBECACHEDIR", testDir() + "/mallory-cache"}, {"HOME", testDir()}});
+  EXPECT_EQ(who.out, "no\n") << who.describe();
+
+  CommandResult denied = curlKubelet("/containerLogs/web/logger/app", certDir, "mallory");
+  EXPECT_EQ(denied.out, "Forbidden (user=mallory, verb=get, resource=nodes, subresource=proxy)\n")
+      << denied.describe();
+  CommandResult code = curlKubelet("/pods", certDir, "mallory",
+                                   {"-o", "/dev/null", "-w", "%{http_code}"});
+  EXPECT_EQ(code.out, "403") << code.describe();
+  CommandResult exec = curlKubelet("/exec/web/logger/app?command=id&output=1", certDir, "mallory",
+                                   {"-X", "POST"});
+  EXPECT_EQ(exec.out, "Forbidden (user=mallory, verb=create, resource=nodes, subresource=proxy)\n")
+      << exec.describe();
+  // The admin certificate (group system:masters) is allowed.
+  CommandResult admin = curlKubelet("/pods", certDir);
+  EXPECT_NE(admin.out.find("logger"), std::string::npos) << admin.describe();
+
+  // Granted nodes/stats by RBAC: /stats/summary opens (not asked before, so not cached),
+  // nodes/proxy stays closed.
+  CommandResult role = kubectlHome({"create", "clusterrole", "node-stats", "--verb=get",
+                                    "--resource=nodes/stats"});
+  ASSERT_EQ(role.exitCode, 0) << role.describe();
+  CommandResult bind = kubectlHome({"create", "clusterrolebinding", "mallory-node-stats",
+                                    "--clusterrole=node-stats", "--user=mallory"});
+  ASSERT_EQ(bind.exitCode, 0) << bind.describe();
+  CommandResult stats;
+  EXPECT_TRUE(waitFor([&] {
+    stats = curlKubelet("/stats/summary", certDir, "mallory");
+    return stats.out.find("\"nodeName\"") != std::string::npos;
+  }, 30s)) << stats.describe();
+  CommandResult still = curlKubelet("/containerLogs/web/logger/app", certDir, "mallory");
+  EXPECT_EQ(still.out.rfind("Forbidden (user=mallory", 0), 0u) << still.describe();
 }
 
 }  // namespace
