@@ -24,7 +24,7 @@ deps:
 configure: deps
 	@cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS) >/dev/null
 
-# A clash between two sources of one unity batch (another helper's new file defining a
+# A clash between two sources of one unity batch (a new file defining a
 # file-local name a neighbour defines too) must not stop the build: it is reported, and the
 # build is done again without unity batches.
 build: configure
