@@ -5,7 +5,7 @@
 #
 #   scripts/install-deps.sh [--tools-dir DIR] [--image]
 #     --tools-dir  where helm and kubectl-1.31 go (default: build/tools beside this script's repo)
-#     --image      also what `make image` needs: umoci (scripts/build-image.sh)
+#     --image      accepted for compatibility: umoci, podman and runc are always installed
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,11 +32,10 @@ PACKAGES=(
   wireguard-go wireguard-tools iperf3 iputils-ping socat
   nftables dnsmasq-base
   prometheus-cpp-dev libprometheus-cpp-core1.0 prometheus
+  umoci podman runc
 )
-# `make image` only: umoci assembles the OCI image (no daemon, nothing pulled).
-if [ "$IMAGE" -eq 1 ]; then
-  PACKAGES+=(umoci)
-fi
+# umoci assembles the OCI image of `make image` (no daemon, nothing pulled); podman with runc
+# runs it in make test's image test. --image is kept for scripts that pass it.
 # Needed only as commands (any provider will do: npm may come with a nodejs from elsewhere).
 COMMAND_PACKAGES=(npm:npm unzip:unzip)
 
