@@ -40,6 +40,39 @@ TEST(ContainerArgvTest, OtherImagesWithoutCommandServeNetexecOnTheirFirstPort) {
               ElementsAre("/s", "agnhost", "netexec", "--http-port=80"));
 }
 
+TEST(ContainerArgvTest, LocalImageRunsItsBinaryWithTheCommandTailAndArgs) {
+  std::map<std::string, std::string> images = {{"strait", "/opt/strait"},
+                                               {"example.com/tool:v2", "/opt/tool"}};
+  json agent = {{"image", "strait:0.1.0"},
+                {"command", {"/usr/local/bin/strait"}},
+                {"args", {"agent", "--cluster-name=home"}}};
+  EXPECT_THAT(containerArgv(agent, "/s", images),
+              ElementsAre("/opt/strait", "agent", "--cluster-name=home"));
+  json noCommand = {{"image", "strait@sha256:abc"}, {"args", {"version"}}};
+  EXPECT_THAT(containerArgv(noCommand, "/s", images), ElementsAre("/opt/strait", "version"));
+  json tagged = {{"image", "example.com/tool:v2"}, {"command", {"/bin/tool", "-v"}}};
+  EXPECT_THAT(containerArgv(tagged, "/s", images), ElementsAre("/opt/tool", "-v"));
+  // A key with a tag matches only that tag; other images keep their usual meaning.
+  json otherTag = {{"image", "example.com/tool:v3"}, {"command", {"/bin/tool"}}};
+  EXPECT_THAT(containerArgv(otherTag, "/s", images), ElementsAre("/bin/tool"));
+  EXPECT_EQ(localImageBinary("registry.example.com/strait:1", images), "");
+}
+
+TEST(ContainerArgvTest, LocalImageFlagIsValidated) {
+  auto ok = parseLocalImage("strait=/bin/sh");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->first, "strait");
+  EXPECT_EQ(ok->second, "/bin/sh");
+  for (const char* bad : {"strait", "=/bin/sh", "strait=bin/sh", "strait=/nonexistent/strait",
+                          "strait=/etc/hostname", "strait=/tmp"}) {
+    auto r = parseLocalImage(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) {
+      EXPECT_THAT(r.error().message, HasSubstr("--local-image")) << bad;
+    }
+  }
+}
+
 TEST(NetworkNamesTest, MarkerAndPrefixCarryTheClusterName) {
   EXPECT_EQ(networkMarker("a").size(), 8u);
   EXPECT_EQ(networkMarker("a").substr(0, 2), "st");
