@@ -261,14 +261,8 @@ def check_default(helm, c):
     c.equal(kinds, sorted(["ServiceAccount", "ClusterRole", "ClusterRole",
                            "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
                            "ClusterRoleBinding", "Role", "Role", "RoleBinding", "RoleBinding",
-                           "Service", "Service", "Deployment", "MutatingWebhookConfiguration",
-                           "ConfigMap"]),
+                           "Service", "Service", "Deployment", "MutatingWebhookConfiguration"]),
             "kinds rendered")
-    for kind in ("ConfigMap",):
-        state = one(docs, kind, "strait-agent")
-        c.expect(state is not None and state["metadata"]["namespace"] == "strait-system" and
-                 "data" not in state and "spec" not in state,
-                 f"{kind} strait-system/strait-agent rendered empty (the agent fills it in)")
     check_common(docs, c)
     for suffix, want in CLUSTER_RULES.items():
         role = one(docs, "ClusterRole", f"strait-{suffix}")
@@ -346,8 +340,7 @@ def check_all_features(helm, c):
     c.equal(sorted(d["kind"] for d in docs if d["kind"] not in ("ClusterRole", "ClusterRoleBinding",
                                                                  "Role", "RoleBinding")),
             sorted(["ServiceAccount", "Service", "Service", "Service", "Deployment",
-                    "Deployment", "MutatingWebhookConfiguration", "ServiceMonitor", "PodMonitor",
-                    "ConfigMap"]),
+                    "Deployment", "MutatingWebhookConfiguration", "ServiceMonitor", "PodMonitor"]),
             "kinds rendered (besides RBAC)")
     agent = one(docs, "Deployment", "strait-agent")
     spec = agent["spec"]["template"]["spec"]

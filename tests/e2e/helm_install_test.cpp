@@ -389,7 +389,10 @@ TEST_F(HelmInstallTest, InstallPeerOffloadUpgradeUninstallOnTwoClusters) {
     std::vector<std::string> left;
     bool clean = waitFor(
         [&] {
-          left = c->straitObjects({"Secret strait-system/strait-identity"}, &error);
+          // The endpoint ConfigMap is the agent's, not the release's (docs/install.md).
+          left = c->straitObjects({"Secret strait-system/strait-identity",
+                                   "ConfigMap strait-system/strait-agent"},
+                                  &error);
           return error.empty() && left.empty();
         },
         60s, 1s);
