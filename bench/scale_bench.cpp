@@ -248,7 +248,8 @@ int fanIn(const Flags& f) {
     if (!rows.ok()) return;
     std::map<std::string, kube::Quantity> sum;
     for (const json& r : *rows) {
-      for (const auto& [k, v] : r.value("granted", json::object()).items()) {
+      const json granted = r.value("granted", json::object());
+      for (const auto& [k, v] : granted.items()) {
         if (!v.is_string()) continue;
         auto q = kube::Quantity::parse(v.get<std::string>());
         if (!q.ok()) continue;
