@@ -226,8 +226,15 @@ class RbacAuthorizer final : public Authorizer {
 
  private:
   // The current snapshot: rebuilt when the watch on the RBAC objects reports a change.
+  // The store's revision is checked first: while it has not moved no RBAC object can have
+  // changed, and the watch (whose empty poll enters the kernel) is left alone. The store
+  // publishes a write's event before its revision becomes visible, so a moved revision
+  // followed by a poll never misses an RBAC change.
   std::shared_ptr<const Snapshot> snapshot() const {
+    const uint64_t rev = store_.revision();
     base::MutexLock lk(mu_);
+    if (snap_ && watch_ && rev == checkedRevision_) return snap_;
+    checkedRevision_ = rev;
     bool dirty = !snap_;
     if (!watch_ || watch_->ended()) {
       auto w = store_.watch(kRbacPrefix, 0);
@@ -279,6 +286,7 @@ class RbacAuthorizer final : public Authorizer {
   mutable base::Mutex mu_;
   mutable std::unique_ptr<Watch> watch_ GUARDED_BY(mu_);
   mutable std::shared_ptr<const Snapshot> snap_ GUARDED_BY(mu_);
+  mutable uint64_t checkedRevision_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace
