@@ -115,7 +115,14 @@ Result<ObjectPtr> Rest::get(const ResourceInfo& info, const std::string& ns,
 
 bool Rest::matches(const Object& o, const ListOptions& opts) const {
   if (opts.labelSelector && !opts.labelSelector->matches(o.labels)) return false;
-  if (opts.fieldSelector && !opts.fieldSelector->matches(o.fields)) return false;
+  if (opts.fieldSelector) {
+    // As kube::FieldSelector::matches, on the stored (flat) field map: a missing field is "".
+    for (const auto& r : opts.fieldSelector->requirements()) {
+      auto it = o.fields.find(r.field);
+      const bool equal = it == o.fields.end() ? r.value.empty() : it->second == r.value;
+      if (equal != (r.op == kube::SelectorOp::Equals)) return false;
+    }
+  }
   return true;
 }
 
@@ -199,9 +206,11 @@ NewObject Rest::seal(const ResourceInfo& info, json& obj, uint64_t rv) const {
       if (v.is_string()) out.labels[k] = v.get<std::string>();
     }
   }
-  out.fields = registry_.fieldsOf(info, obj);
   // A missing field selects as "", so empty values need not be kept (memory per object).
-  std::erase_if(out.fields, [](const auto& kv) { return kv.second.empty(); });
+  auto fields = registry_.fieldsOf(info, obj);
+  std::erase_if(fields, [](const auto& kv) { return kv.second.empty(); });
+  out.fields.reserve(fields.size());
+  for (auto& [k, v] : fields) out.fields.emplace_hint(out.fields.end(), k, std::move(v));
   return out;
 }
 

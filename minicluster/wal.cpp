@@ -44,7 +44,8 @@ void putStr(std::string& out, std::string_view s) {
   putU32(out, static_cast<uint32_t>(s.size()));
   out.append(s);
 }
-void putMap(std::string& out, const std::map<std::string, std::string>& m) {
+template <typename Map>
+void putMap(std::string& out, const Map& m) {
   putU32(out, static_cast<uint32_t>(m.size()));
   for (const auto& [k, v] : m) {
     putStr(out, k);
@@ -82,7 +83,8 @@ struct Cursor {
     in.remove_prefix(n);
     return s;
   }
-  void map(std::map<std::string, std::string>& m) {
+  template <typename Map>
+  void map(Map& m) {
     uint32_t n = u32();
     for (uint32_t i = 0; ok && i < n; ++i) {
       std::string k = str();
