@@ -71,6 +71,16 @@ else
   echo "run-bench: $OFFLOAD_BENCH not built (run: make bench)" >&2
   status=1
 fi
+# Metrics benchmark: one agent /metrics scrape after 10,000 offloaded Pods.
+METRICS_BENCH="$BUILD/bench/metrics_bench"
+if [ -x "$METRICS_BENCH" ]; then
+  mjson=()
+  if [ "${BENCH_JSON:-0}" = 1 ]; then mjson=(--json); fi
+  "$METRICS_BENCH" --strait "$STRAIT" "${mjson[@]}" || status=1
+else
+  echo "run-bench: $METRICS_BENCH not built (run: make bench)" >&2
+  status=1
+fi
 # Offloaded vs direct: a Deployment of 1,000 then 3,000 replicas to all Ready, offloaded to a
 # virtual node vs created directly in an identical provider cluster (OFFLOAD_COMPARE_10K=1
 # adds 10,000).
@@ -88,16 +98,6 @@ if [ -x "$SCALE_BENCH" ]; then
   "$SCALE_BENCH" --strait "$STRAIT" "${sflags[@]}" || status=1
 else
   echo "run-bench: $SCALE_BENCH not built (run: make bench)" >&2
-  status=1
-fi
-# Metrics benchmark: one agent /metrics scrape after 10,000 offloaded Pods.
-METRICS_BENCH="$BUILD/bench/metrics_bench"
-if [ -x "$METRICS_BENCH" ]; then
-  mjson=()
-  if [ "${BENCH_JSON:-0}" = 1 ]; then mjson=(--json); fi
-  "$METRICS_BENCH" --strait "$STRAIT" "${mjson[@]}" || status=1
-else
-  echo "run-bench: $METRICS_BENCH not built (run: make bench)" >&2
   status=1
 fi
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
