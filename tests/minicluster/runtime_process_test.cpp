@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "minicluster/cluster_dns.h"
@@ -63,14 +65,22 @@ TEST(ContainerArgvTest, LocalImageFlagIsValidated) {
   ASSERT_TRUE(ok.ok()) << ok.error().message;
   EXPECT_EQ(ok->first, "strait");
   EXPECT_EQ(ok->second, "/bin/sh");
-  for (const char* bad : {"strait", "=/bin/sh", "strait=bin/sh", "strait=/nonexistent/strait",
-                          "strait=/etc/hostname", "strait=/tmp"}) {
+  char plain[] = "/tmp/strait-local-image-XXXXXX";  // a regular file without execute bits
+  int fd = ::mkstemp(plain);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  const std::string notExecutable = std::string("strait=") + plain;
+  for (const std::string& bad : {std::string("strait"), std::string("=/bin/sh"),
+                                 std::string("strait=bin/sh"),
+                                 std::string("strait=/nonexistent/strait"), notExecutable,
+                                 std::string("strait=/tmp")}) {
     auto r = parseLocalImage(bad);
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) {
       EXPECT_THAT(r.error().message, HasSubstr("--local-image")) << bad;
     }
   }
+  ::unlink(plain);
 }
 
 TEST(NetworkNamesTest, MarkerAndPrefixCarryTheClusterName) {
