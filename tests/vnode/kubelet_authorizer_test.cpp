@@ -292,6 +292,8 @@ TEST_F(KubeletServerAuthorizationTest, EachRequestIsReviewedAndRefusedWithTheKub
     EXPECT_TRUE(sawMallory);
   }
 
+  EXPECT_EQ(curl("admin", "GET", "/stats/summary").substr(0, 4), "503 ");  // allowed, cached
+
   // A review that fails is a 500 for a question not cached, never an allow.
   fake_.failing = true;
   EXPECT_EQ(curl("mallory", "DELETE", "/pods"),
