@@ -365,14 +365,22 @@ TEST_F(VnodeKubeletApiTest, PodsStatsAndClientCertificatesRequired) {
 // (the API server's kubelet client) still works; a ClusterRole granting nodes/stats then
 // opens /stats/summary to that user, and nothing else.
 TEST_F(VnodeKubeletApiTest, CallersAreAuthorizedBySubjectAccessReviewsToTheConsumer) {
-  CommandResult logs = kubectlHome({"logs", "logger", "-n", "web", "--tail", "1"});
-  EXPECT_EQ(logs.exitCode, 0) << logs.describe();
-  EXPECT_NE(logs.out.find("heartbeat"), std::string::npos) << logs.describe();
+  // The logger may not have written its first line yet when this test runs alone.
+  CommandResult logs;
+  EXPECT_TRUE(waitFor([&] {
+    logs = kubectlHome({"logs", "logger", "-n", "web", "--tail", "1"});
+    return logs.exitCode == 0 && logs.out.find("heartbeat") != std::string::npos;
+  }, 30s)) << logs.describe();
 
   // mallory (group dev): a certificate signed through a CSR the admin approves.
   const std::string certDir = setup_->dir->path() + "/mallory";
   std::filesystem::create_directories(certDir);
   std::string why;
+  // curlKubelet trusts home/ca.crt (ctest runs this test alone, in its own process).
+  std::filesystem::create_directories(setup_->dir->path() + "/home");
+  ASSERT_TRUE(loadAdminCredentials(consumer().kubeconfig(), setup_->dir->path() + "/home", &why)
+                  .has_value())
+      << why;
   ASSERT_TRUE(loadAdminCredentials(consumer().kubeconfig(), certDir, &why).has_value()) << why;
   auto key = kube::makeKeyAndCsr("mallory", {"dev"});
   ASSERT_TRUE(key.ok()) << key.error().message;
