@@ -203,19 +203,30 @@ void StreamClient::runConnection(peering::EventStream& s) {
 void StreamClient::handle(const StreamMessage& m) {
   switch (m.type) {
     case StreamMessageType::Reply: {
+      std::string refreshed;  // "remoteNs/name" of a refresh answered: reconciled below
+      {
+        base::MutexLock lock(mu_);
+        auto it = pending_.find(m.seq);
+        if (it == pending_.end()) return;  // timed out meanwhile
+        if (it->second->refresh) {
+          refreshed = it->second->key;
+          if (!m.error && m.object.is_object()) {
+            cacheRemotePodLocked(refreshed, m.object);
+          } else if (m.error && m.error->code == kube::Code::NotFound) {
+            remotePods_.erase(refreshed);
+          }
+          pending_.erase(it);
+        }
+      }
+      if (!refreshed.empty()) {
+        // The STATUS_PATCH that asked for this copy did not reconcile the stale one.
+        notifyRemoteChange(refreshed.substr(0, refreshed.find('/')),
+                           refreshed.substr(refreshed.find('/') + 1));
+        return;
+      }
       base::MutexLock lock(mu_);
       auto it = pending_.find(m.seq);
-      if (it == pending_.end()) return;  // timed out meanwhile
-      if (it->second->refresh) {
-        const std::string key = it->second->key;
-        if (!m.error && m.object.is_object()) {
-          cacheRemotePodLocked(key, m.object);
-        } else if (m.error && m.error->code == kube::Code::NotFound) {
-          remotePods_.erase(key);
-        }
-        pending_.erase(it);
-        return;  // onRemoteChange was called for the STATUS_PATCH that asked
-      }
+      if (it == pending_.end()) return;
       it->second->result = m.replyResult();
       it->second->done = true;
       it->second->cv.notify_all();
@@ -287,11 +298,11 @@ void StreamClient::handle(const StreamMessage& m) {
           refresh = true;
         }
       }
-      if (refresh) refreshRemotePod(m.ns, m.name);
-      if (opts_.onRemoteChange) {
-        if (std::optional<std::string> local = opts_.mapping.localNamespace(m.ns)) {
-          opts_.onRemoteChange(*local + "/" + m.name);
-        }
+      // A refreshed copy is reconciled when the GET's answer arrives, not the stale one now.
+      if (refresh) {
+        refreshRemotePod(m.ns, m.name);
+      } else {
+        notifyRemoteChange(m.ns, m.name);
       }
       return;
     }
@@ -354,6 +365,13 @@ kube::Result<json> StreamClient::call(StreamMessage m) {
                                std::to_string(opts_.callTimeout.count()) + " ms");
   }
   return p->result;
+}
+
+void StreamClient::notifyRemoteChange(const std::string& remoteNs, const std::string& name) {
+  if (!opts_.onRemoteChange) return;
+  if (std::optional<std::string> local = opts_.mapping.localNamespace(remoteNs)) {
+    opts_.onRemoteChange(*local + "/" + name);
+  }
 }
 
 void StreamClient::refreshRemotePod(const std::string& ns, const std::string& name) {

@@ -105,6 +105,8 @@ class StreamClient : public RemoteObjects {
   // Asks the provider for the whole Pod (a GET whose REPLY replaces the cached copy), when a
   // STATUS_PATCH does not apply to the cached one. Does not wait.
   void refreshRemotePod(const std::string& ns, const std::string& name);
+  // Tells the reconciler (onRemoteChange) that the remote Pod remoteNs/name changed.
+  void notifyRemoteChange(const std::string& remoteNs, const std::string& name);
   // Keeps `pod` for `key` unless the cached one is newer.
   void cacheRemotePodLocked(const std::string& key, const nlohmann::json& pod) REQUIRES(mu_);
   bool sleepFor(std::chrono::milliseconds d);
