@@ -15,12 +15,16 @@
 #include "cmd/cli_util.h"
 #include "cmd/commands.h"
 #include "kube/kubeconfig.h"
+#include "kube/object.h"
+#include "peering/names.h"
 #include "peering/agent.h"
 #include "reflection/stream_server.h"
 #include "reflection/remote_kubelet.h"
 
 namespace strait::cmd {
 namespace {
+
+using nlohmann::json;
 
 std::atomic<bool> g_stop{false};
 void onSignal(int) { g_stop = true; }
@@ -50,7 +54,32 @@ struct AgentFlags {
   std::string podSecurity = "baseline";  // provider side: level every consumer's Pod must pass
   std::string metricsListen;  // "" = no /metrics
   std::string healthListen;   // "" = no /healthz, /readyz
+  // A ServiceAccount in strait-system owning the endpoint ConfigMap and the leader Lease
+  // ("" = nothing owns them): the chart's, so that helm uninstall removes them.
+  std::string ownerServiceAccount;
 };
+
+// ownerReferences naming ServiceAccount strait-system/<name> (null when `name` is empty).
+// Asks the API server for its uid, a few times while it is not there yet.
+kube::Result<json> ownerReferencesFor(kube::Client& client, const std::string& name) {
+  if (name.empty()) return json(nullptr);
+  kube::Result<json> sa = kube::makeError(kube::Code::NotFound, "not asked");
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    sa = client.get(kube::resources::kServiceAccounts, std::string(peering::kSystemNamespace),
+                    name);
+    if (sa.ok() || sa.code() == kube::Code::Forbidden) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  if (!sa.ok()) {
+    return kube::makeError(sa.code(), "--owner-service-account: ServiceAccount " +
+                                          std::string(peering::kSystemNamespace) + "/" + name +
+                                          ": " + sa.error().message);
+  }
+  return json::array({{{"apiVersion", "v1"},
+                       {"kind", "ServiceAccount"},
+                       {"name", name},
+                       {"uid", kube::getUid(*sa)}}});
+}
 
 // The kubeconfig the agent's clients use, as client-go's loading rules pick it: --kubeconfig,
 // else the first existing file of $KUBECONFIG, else "" (the in-cluster service account).
@@ -140,6 +169,12 @@ int runAgent(const AgentFlags& flags) {
     return 2;
   }
   cfg.consumer.observer = (*vnodes)->observer();
+  kube::Result<json> owners = ownerReferencesFor(**client, f.ownerServiceAccount);
+  if (!owners.ok()) {
+    spdlog::error("event=start_failed error=\"{}\"", owners.error().message);
+    return 1;
+  }
+  cfg.ownerReferences = *owners;
   kube::Result<std::unique_ptr<peering::Agent>> agent =
       peering::Agent::create(std::move(cfg), std::move(*client));
   if (!agent.ok()) {
@@ -171,7 +206,7 @@ int runAgent(const AgentFlags& flags) {
   }
   kube::Result<std::unique_ptr<AgentLeadership>> leadership = AgentLeadership::create(
       std::move(*leaseClient), leaseDuration ? *leaseDuration : std::chrono::milliseconds(0),
-      f.listen);
+      f.listen, *owners);
   if (!leadership.ok()) {
     spdlog::error("event=bad_flag error=\"{}\"", leadership.error().message);
     return 2;
@@ -332,6 +367,10 @@ void addAgentCommand(CLI::App& app) {
                   "HOST:PORT serving /healthz, /livez, /readyz and /readyz/leader over plain HTTP "
                   "for probes (PORT 0 = any; default: none)")
       ->check(hostPortValidator(true));
+  sub->add_option("--owner-service-account", flags->ownerServiceAccount,
+                  "NAME of a ServiceAccount in strait-system that owns the agent's endpoint "
+                  "ConfigMap and leader Lease, so deleting it (helm uninstall) garbage-collects "
+                  "them (default: none)");
   addVnodeFlags(sub, flags->vnode);
   sub->callback([flags] { setExitCode(runAgent(*flags)); });
 }

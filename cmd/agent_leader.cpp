@@ -40,7 +40,7 @@ std::string candidateIdentity(const std::string& listen) {
 
 kube::Result<std::unique_ptr<AgentLeadership>> AgentLeadership::create(
     std::unique_ptr<kube::Client> client, std::chrono::milliseconds leaseDuration,
-    const std::string& listen) {
+    const std::string& listen, const nlohmann::json& ownerReferences) {
   if (leaseDuration < std::chrono::seconds(1)) {
     return kube::makeError(kube::Code::Invalid,
                            "--leader-lease-duration: expected a duration of at least 1s");
@@ -50,6 +50,7 @@ kube::Result<std::unique_ptr<AgentLeadership>> AgentLeadership::create(
   l->identity_ = candidateIdentity(listen);
   kube::LeaderElectionConfig cfg;
   cfg.leaseNamespace = std::string(peering::kSystemNamespace);
+  cfg.ownerReferences = ownerReferences;
   cfg.leaseName = "strait-agent";
   cfg.identity = l->identity_;
   // client-go's proportions (15s / 10s / 2s).

@@ -26,10 +26,10 @@ class AgentLeadership {
   // Validates `leaseDuration` (at least 1s: Invalid otherwise) and takes the client. The
   // candidate identity is the host and `listen` (the agent's --listen) when its port is
   // fixed, so that an agent restarted after a crash leads again at once; otherwise unique to
-  // the process. No I/O.
+  // the process. `ownerReferences` (an array, or null) go on the Lease it creates. No I/O.
   static kube::Result<std::unique_ptr<AgentLeadership>> create(
       std::unique_ptr<kube::Client> client, std::chrono::milliseconds leaseDuration,
-      const std::string& listen);
+      const std::string& listen, const nlohmann::json& ownerReferences = nullptr);
   ~AgentLeadership();  // stop()
 
   // Creates the agent namespace if needed, starts campaigning and blocks until this process

@@ -95,6 +95,9 @@ bool LeaderElector::tryAcquireOrRenew() {
                     {"acquireTime", now},
                     {"renewTime", now},
                     {"leaseTransitions", 0}}}};
+    if (cfg_.ownerReferences.is_array()) {
+      lease["metadata"]["ownerReferences"] = cfg_.ownerReferences;
+    }
     auto created = client_.create(resources::kLeases, cfg_.leaseNamespace, lease);
     if (!created) return false;
     base::MutexLock lock(mu_);
@@ -134,6 +137,9 @@ bool LeaderElector::tryAcquireOrRenew() {
   spec["leaseDurationSeconds"] = durationSeconds;
   spec["renewTime"] = now;
   lease["spec"] = spec;
+  if (cfg_.ownerReferences.is_array() && !lease["metadata"].contains("ownerReferences")) {
+    lease["metadata"]["ownerReferences"] = cfg_.ownerReferences;
+  }
   auto updated = client_.update(resources::kLeases, cfg_.leaseNamespace, lease);
   if (!updated) {
     if (updated.code() != Code::Conflict) {

@@ -34,6 +34,9 @@ struct LeaderElectionConfig {
   // Clear holderIdentity when run() stops while leading, so another candidate takes over at
   // once instead of after leaseDuration.
   bool releaseOnCancel = false;
+  // metadata.ownerReferences of the Lease (an array; null = none): set when the elector
+  // creates it and added to one that lacks them, so deleting the owner removes the Lease.
+  nlohmann::json ownerReferences;
   // Called on the run() thread. onStartedLeading gets a token stopped when leadership ends;
   // it must return promptly (start work elsewhere).
   std::function<void(std::stop_token)> onStartedLeading;

@@ -104,13 +104,18 @@ kube::Status Agent::publishEndpoint() {
                {"clusterName", identity_.clusterName},
                {"linkEndpoint", linkEndpoint_},
                {"caFingerprint", identity_.caFingerprint()}}}};
+  const bool owned = config_.ownerReferences.is_array();
+  if (owned) cm["metadata"]["ownerReferences"] = config_.ownerReferences;
   kube::Result<json> r = client_->create(kube::resources::kConfigMaps, kSys, cm);
   if (r.ok()) return kube::Status::OK();
   if (r.code() != Code::AlreadyExists) return r.error();
   kube::Result<json> cur =
       client_->get(kube::resources::kConfigMaps, kSys, std::string(kAgentConfigMap));
   if (!cur.ok()) return cur.error();
-  if (cur->value("data", json::object()) == cm["data"]) return kube::Status::OK();
+  if (cur->value("data", json::object()) == cm["data"] &&
+      (!owned || (*cur)["metadata"].value("ownerReferences", json()) == config_.ownerReferences)) {
+    return kube::Status::OK();
+  }
   cm["metadata"]["resourceVersion"] = (*cur)["metadata"]["resourceVersion"];
   kube::Result<json> u = client_->update(kube::resources::kConfigMaps, kSys, cm);
   return u.ok() ? kube::Status::OK() : kube::Status(u.error());

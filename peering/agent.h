@@ -46,6 +46,9 @@ struct AgentConfig {
   std::chrono::milliseconds loopInterval{100};
   // How often the endpoint ConfigMap and the CRD are checked and restored if they drifted.
   std::chrono::milliseconds ownedResyncInterval{2000};
+  // metadata.ownerReferences of the endpoint ConfigMap (an array; null = none), e.g. the
+  // chart's ServiceAccount, so that uninstalling the chart garbage-collects it.
+  nlohmann::json ownerReferences;
   // Builds the reflection stream handler (provider side; reflection/stream_server.h) once
   // the ProviderService exists, before the server starts. Both references outlive the
   // handler. Optional: without it the stream is refused (MethodNotAllowed).

@@ -86,7 +86,8 @@ NAMED_RULES = {
 }
 SYSTEM_ROLE_RULES = {("", r, v) for r in ("secrets", "configmaps")
                      for v in ("get", "list", "create", "update", "delete")} | {
-    ("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")}
+    ("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")} | {
+    ("", "serviceaccounts", "get")}  # the chart's own ServiceAccount, by name
 NODE_LEASE_RULES = {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")}
 
 

@@ -101,3 +101,11 @@ app.kubernetes.io/component: {{ .component }}
 - name: wireguard-run
   emptyDir: {}
 {{- end }}
+
+{{/*
+"true" when the chart's own ServiceAccount, in strait-system, owns the agent's endpoint
+ConfigMap and leader Lease (so helm uninstall garbage-collects them); "" otherwise.
+*/}}
+{{- define "strait.ownsAgentState" -}}
+{{- if and .Values.serviceAccount.create (eq .Release.Namespace (include "strait.systemNamespace" .)) -}}true{{- end -}}
+{{- end }}
