@@ -57,6 +57,7 @@ struct AgentFlags {
   // A ServiceAccount in strait-system owning the endpoint ConfigMap and the leader Lease
   // ("" = nothing owns them): the chart's, so that helm uninstall removes them.
   std::string ownerServiceAccount;
+  bool ownerOwnsIdentity = false;  // that ServiceAccount owns the identity Secret too
 };
 
 // ownerReferences naming ServiceAccount strait-system/<name> (null when `name` is empty).
@@ -175,6 +176,7 @@ int runAgent(const AgentFlags& flags) {
     return 1;
   }
   cfg.ownerReferences = *owners;
+  cfg.ownerOwnsIdentity = f.ownerOwnsIdentity;
   kube::Result<std::unique_ptr<peering::Agent>> agent =
       peering::Agent::create(std::move(cfg), std::move(*client));
   if (!agent.ok()) {
@@ -371,6 +373,11 @@ void addAgentCommand(CLI::App& app) {
                   "NAME of a ServiceAccount in strait-system that owns the agent's endpoint "
                   "ConfigMap and leader Lease, so deleting it (helm uninstall) garbage-collects "
                   "them (default: none)");
+  sub->add_flag("--owner-owns-identity", flags->ownerOwnsIdentity,
+                "the --owner-service-account owns the identity Secret strait-system/"
+                "strait-identity too: deleting it deletes the identity (a reinstall is then a "
+                "new cluster to its peers)")
+      ->needs(sub->get_option("--owner-service-account"));
   addVnodeFlags(sub, flags->vnode);
   sub->callback([flags] { setExitCode(runAgent(*flags)); });
 }

@@ -55,6 +55,7 @@ kube::Status Agent::loadOrCreateIdentity() {
       kube::Result<ClusterIdentity> id = ClusterIdentity::fromSecret(*secret);
       if (!id.ok()) return id.error();
       identity_ = std::move(*id);
+      if (kube::Status s = ownIdentity(*secret); !s.ok()) return s;
       if (identity_.clusterName != config_.clusterName) {
         spdlog::warn("event=identity_name_kept stored={} flag={}", identity_.clusterName,
                      config_.clusterName);
@@ -66,7 +67,11 @@ kube::Status Agent::loadOrCreateIdentity() {
     if (secret.code() != Code::NotFound) return secret.error();
     kube::Result<ClusterIdentity> id = ClusterIdentity::generate(config_.clusterName);
     if (!id.ok()) return id.error();
-    kube::Result<json> made = client_->create(kube::resources::kSecrets, kSys, id->toSecret());
+    json fresh = id->toSecret();
+    if (config_.ownerOwnsIdentity && config_.ownerReferences.is_array()) {
+      fresh["metadata"]["ownerReferences"] = config_.ownerReferences;
+    }
+    kube::Result<json> made = client_->create(kube::resources::kSecrets, kSys, fresh);
     if (made.ok()) {
       identity_ = std::move(*id);
       spdlog::info("event=identity_created cluster_id={} name={}", identity_.clusterId,
@@ -89,6 +94,27 @@ kube::Status Agent::installCrd() {
     if (std::chrono::steady_clock::now() > deadline) return l.error();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+kube::Status Agent::ownIdentity(const json& secret) {
+  const json have = secret["metadata"].value("ownerReferences", json());
+  json want = have;
+  if (config_.ownerOwnsIdentity && config_.ownerReferences.is_array()) {
+    want = config_.ownerReferences;
+  } else if (config_.ownerReferences.is_array() && have == config_.ownerReferences) {
+    want = nullptr;  // kept on uninstall again
+  }
+  if (want == have) return kube::Status::OK();
+  json updated = secret;
+  if (want.is_null()) {
+    updated["metadata"].erase("ownerReferences");
+  } else {
+    updated["metadata"]["ownerReferences"] = want;
+  }
+  kube::Result<json> u = client_->update(kube::resources::kSecrets, kSys, updated);
+  if (!u.ok()) return u.error();
+  spdlog::info("event=identity_owner_changed owned={}", !want.is_null());
+  return kube::Status::OK();
 }
 
 kube::Status Agent::publishEndpoint() {

@@ -49,6 +49,9 @@ struct AgentConfig {
   // metadata.ownerReferences of the endpoint ConfigMap (an array; null = none), e.g. the
   // chart's ServiceAccount, so that uninstalling the chart garbage-collects it.
   nlohmann::json ownerReferences;
+  // The same owner owns the identity Secret too (deleted with it: a reinstall is then a new
+  // cluster to its peers). False: an owner reference of exactly these is taken off it.
+  bool ownerOwnsIdentity = false;
   // Builds the reflection stream handler (provider side; reflection/stream_server.h) once
   // the ProviderService exists, before the server starts. Both references outlive the
   // handler. Optional: without it the stream is refused (MethodNotAllowed).
@@ -82,6 +85,9 @@ class Agent {
 
  private:
   Agent(AgentConfig config, std::unique_ptr<kube::Client> client);
+  // Puts config_.ownerReferences on the identity Secret, or takes them off, as
+  // ownerOwnsIdentity says.
+  kube::Status ownIdentity(const nlohmann::json& secret);
   kube::Status loadOrCreateIdentity();
   kube::Status installCrd();
   kube::Status publishEndpoint();

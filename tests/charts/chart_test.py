@@ -290,8 +290,16 @@ def check_default(helm, c):
                  "--listen=0.0.0.0:7443", "--link-listen=0.0.0.0:7444",
                  "--advertise=$(POD_IP):7443", "--leader-lease-duration=15s",
                  "--pod-security=baseline", "--share=0.5", "--vnode-address=$(POD_IP)",
-                 "--kubelet-port=10250", "--metrics-listen=0.0.0.0:9090"):
+                 "--kubelet-port=10250", "--metrics-listen=0.0.0.0:9090",
+                 "--owner-service-account=strait"):
         c.expect(flag in args, f"agent flag {flag} in {args}")
+    c.expect("--owner-owns-identity" not in args, "the identity is kept on uninstall by default")
+    rc, out, owned = helm.template("--set", "clusterName=home", "--set",
+                                   "identity.keepOnUninstall=false")
+    if c.expect(rc == 0, f"helm template with identity.keepOnUninstall=false: {out[-800:]}"):
+        owned_args = container(one(owned, "Deployment", "strait-agent"), "agent")["args"]
+        c.expect("--owner-owns-identity" in owned_args,
+                 f"identity.keepOnUninstall=false: --owner-owns-identity in {owned_args}")
     c.expect(not any(a.startswith(("--budget", "--no-")) for a in args),
              f"no optional flags by default: {args}")
     c.expect(("metrics", 9090) in [(p["name"], p["containerPort"]) for p in ctr["ports"]],
@@ -488,8 +496,9 @@ def check_refusals(helm, c):
             ((), "clusterName is required"),
             (("--set", "clusterName=home", "--set", "gateway.enabled=true"),
              "gateway.configSecret"),
-            (("--set", "clusterName=home", "--set", "identity.keepOnUninstall=false"),
-             "identity.keepOnUninstall=false is not supported"),
+            (("--set", "clusterName=home", "--set", "identity.keepOnUninstall=false", "--set",
+              "serviceAccount.create=false", "--set", "serviceAccount.name=mine"),
+             "identity.keepOnUninstall=false needs serviceAccount.create=true"),
             (("--set", "clusterName=home", "--set", "agent.certTtl=forever"), "agent.certTtl"),
             (("--set", "clusterName=home", "--set", "agent.advertise=no-port"), "agent.advertise"),
             (("--set", "clusterName=home", "--set", "agent.healthPort=0"), "agent.healthPort"),

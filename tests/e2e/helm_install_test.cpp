@@ -347,10 +347,13 @@ TEST_F(HelmInstallTest, InstallPeerOffloadUpgradeUninstallOnTwoClusters) {
                                             "app.kubernetes.io/component=agent", "-o",
                                             "jsonpath={.items[0].metadata.uid}"})
                                  .out;
+  // Home also stops keeping its identity on uninstall (its peers may forget it).
   for (Cluster* c : {&cloud_, &home_}) {
-    CommandResult up = c->helm({"upgrade", "strait", chartDir(), "-n", "strait-system",
-                                "--reuse-values", "--set", "agent.logLevel=debug", "--wait",
-                                "--timeout", "3m"});
+    std::vector<std::string> upgrade = {"upgrade", "strait", chartDir(), "-n", "strait-system",
+                                        "--reuse-values", "--set", "agent.logLevel=debug",
+                                        "--wait", "--timeout", "3m"};
+    if (c == &home_) upgrade.insert(upgrade.end(), {"--set", "identity.keepOnUninstall=false"});
+    CommandResult up = c->helm(upgrade);
     ASSERT_EQ(up.exitCode, 0) << c->name << ": " << up.describe();
     json dep = c->getJson({"deployment", "-n", "strait-system", "strait-agent"});
     std::string args = dep["spec"]["template"]["spec"]["containers"][0]["args"].dump();
@@ -389,7 +392,11 @@ TEST_F(HelmInstallTest, InstallPeerOffloadUpgradeUninstallOnTwoClusters) {
     std::vector<std::string> left;
     bool clean = waitFor(
         [&] {
-          left = c->straitObjects({"Secret strait-system/strait-identity"}, &error);
+          // Home's identity went with the release (identity.keepOnUninstall=false).
+          left = c->straitObjects(c == &cloud_ ? std::set<std::string>{"Secret strait-system/"
+                                                                       "strait-identity"}
+                                               : std::set<std::string>{},
+                                  &error);
           // What the agent wrote itself goes with the release's ServiceAccount, its owner:
           // the endpoint ConfigMap and the leader Lease (which carries no label).
           for (const char* kind : {"configmap", "lease"}) {
@@ -403,8 +410,9 @@ TEST_F(HelmInstallTest, InstallPeerOffloadUpgradeUninstallOnTwoClusters) {
     std::string listed;
     for (const auto& o : left) listed += "\n  " + o;
     EXPECT_TRUE(clean) << c->name << " keeps:" << listed << error;
-    EXPECT_EQ(c->kubectl({"get", "secret", "-n", "strait-system", "strait-identity"}).exitCode, 0)
-        << c->name << ": identity.keepOnUninstall keeps the identity Secret";
+    EXPECT_EQ(c->kubectl({"get", "secret", "-n", "strait-system", "strait-identity"}).exitCode,
+              c == &cloud_ ? 0 : 1)
+        << c->name << ": identity.keepOnUninstall (cloud: true, home: false)";
     EXPECT_TRUE(waitFor([&] { return processesWithArg("--cluster-name=" + c->name).empty(); },
                         30s, 200ms))
         << c->name << ": an agent process outlived helm uninstall";
