@@ -9,6 +9,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -226,6 +227,8 @@ kube::Result<pid_t> launchInSandbox(const LaunchSpec& spec) {
         ::_exit(127);
       }
     }
+    // O_PATH: execveat() below needs no read permission, and the descriptor closes on exec.
+    int exeFd = spec.hostExecutable ? ::open(argv[0], O_PATH | O_CLOEXEC) : -1;
     if (!binds.empty() || !mounts.empty()) {
       if (::unshare(CLONE_NEWNS) != 0 ||
           ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) {
@@ -252,7 +255,11 @@ kube::Result<pid_t> launchInSandbox(const LaunchSpec& spec) {
       writeAll(2, "cannot enter workingDir ", wd, "\n");
       ::_exit(127);
     }
-    ::execvpe(argv[0], argv.data(), envp.data());
+    if (exeFd >= 0) {
+      ::syscall(SYS_execveat, exeFd, "", argv.data(), envp.data(), AT_EMPTY_PATH);
+    } else {
+      ::execvpe(argv[0], argv.data(), envp.data());
+    }
     writeAll(2, "exec ", argv[0], ": ");
     writeAll(2, std::strerror(errno), "\n");
     ::_exit(127);

@@ -39,6 +39,10 @@ struct LaunchSpec {
   // cgroup.procs files the child joins (writes "0" to) before anything else; failing to
   // join one fails the launch (exit 127). See runtime_process_cgroup.h.
   std::vector<std::string> cgroupProcs;
+  // argv[0] is a file of the host (a --local-image binary, strait itself for agnhost): it is
+  // opened before the volumes are mounted and executed from that descriptor, so a volume
+  // over its directory (an emptyDir at /tmp) does not hide it.
+  bool hostExecutable = false;
 };
 
 // Forks and execs `spec` in a new session (so the whole process group can be signalled

@@ -236,6 +236,9 @@ pid_t ProcessKubeletsImpl::launch(ProcPod& p, const json& spec, const std::strin
   int fd = ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
   LaunchSpec ls;
   ls.argv = containerArgv(spec, opts_.straitBinary, opts_.localImages);
+  ls.hostExecutable = !ls.argv.empty() &&
+                      (ls.argv[0] == opts_.straitBinary ||
+                       ls.argv[0] == localImageBinary(spec.value("image", ""), opts_.localImages));
   ls.env = environment(p, name);
   lastEnv_ = ls.env;
   ls.netnsPath = p.netnsPath;
