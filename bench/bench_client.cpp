@@ -22,6 +22,8 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 #include <vector>
 
 namespace strait::bench {
@@ -443,6 +445,24 @@ std::string straitBesideThisBinary(const char* argv0) {
     if (dir == dir.root_path()) break;
   }
   return {};
+}
+
+bool waitForNodeReady(ApiConnection& probe, const std::string& node,
+                      std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    ApiResponse r;
+    std::string err;
+    if (probe.request("GET", "/api/v1/nodes/" + node, "", &r, &err) && r.status == 200) {
+      nlohmann::json n = nlohmann::json::parse(r.body, nullptr, false);
+      for (const nlohmann::json& c :
+           n.value("/status/conditions"_json_pointer, nlohmann::json::array())) {
+        if (c.value("type", "") == "Ready" && c.value("status", "") == "True") return true;
+      }
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 }  // namespace strait::bench

@@ -103,4 +103,9 @@ class ApiConnection {
   std::unique_ptr<Impl> impl_;
 };
 
+// Polls GET /api/v1/nodes/<node> on `probe` every 100 ms until its Ready condition is True
+// (true) or `timeout` passes (false).
+bool waitForNodeReady(ApiConnection& probe, const std::string& node,
+                      std::chrono::milliseconds timeout);
+
 }  // namespace strait::bench

@@ -354,18 +354,7 @@ int main(int argc, char** argv) {
              provider.kubeconfig(), "--cpu", "20000", "--memory", "80000Gi", "--pods",
              std::to_string(total + 1000)});
     if (peer.exitCode != 0) return fail("strait peer: " + peer.describe());
-    bool ready = e2e::waitFor(
-        [&] {
-          if (!probe.request("GET", "/api/v1/nodes/" + vnode, "", &r, &err) || r.status != 200) {
-            return false;
-          }
-          json node = json::parse(r.body, nullptr, false);
-          for (const json& c : node.value("/status/conditions"_json_pointer, json::array())) {
-            if (c.value("type", "") == "Ready" && c.value("status", "") == "True") return true;
-          }
-          return false;
-        },
-        60s, 100ms);
+    bool ready = bench::waitForNodeReady(probe, vnode, 60s);
     if (!ready) return fail("virtual node " + vnode + " not Ready:\n" + consumerAgent.logs());
     e2e::CommandResult offload = run({"offload", "namespace", "bench", "--kubeconfig",
                                       consumer.kubeconfig(), "--remote-name", "provider"});

@@ -166,18 +166,7 @@ int runOffloadCompare(const CompareFlags& f) {
   ApiConnection probe(*caccess);
   if (!probe.connect(&err)) return fail("connect: " + err);
   const std::string vnode = "strait-provider";
-  bool ready = e2e::waitFor(
-      [&] {
-        if (!probe.request("GET", "/api/v1/nodes/" + vnode, "", &r, &err) || r.status != 200) {
-          return false;
-        }
-        json node = json::parse(r.body, nullptr, false);
-        for (const json& c : node.value("/status/conditions"_json_pointer, json::array())) {
-          if (c.value("type", "") == "Ready" && c.value("status", "") == "True") return true;
-        }
-        return false;
-      },
-      60s, 100ms);
+  bool ready = waitForNodeReady(probe, vnode, 60s);
   if (!ready) return fail("virtual node " + vnode + " not Ready:\n" + consumerAgent.logs());
   const double peerSeconds = msBetween(peerStart, Clock::now()) / 1000;
   e2e::CommandResult offload = run({"offload", "namespace", "bench", "--kubeconfig",
