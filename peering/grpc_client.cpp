@@ -98,6 +98,10 @@ class GrpcClient final : public RpcClient {
                     std::chrono::milliseconds timeout) override {
     return call(*peering_, &v1::Peering::Stub::Unpeer, req, resp, timeout);
   }
+  kube::Status network(const v1::NetworkRequest& req, v1::NetworkResponse* resp,
+                       std::chrono::milliseconds timeout) override {
+    return call(*peering_, &v1::Peering::Stub::Network, req, resp, timeout);
+  }
   kube::Result<std::unique_ptr<EventStream>> openStream() override {
     std::shared_ptr<grpc::Channel> channel = dial_();
     if (!channel) return kube::makeError(kube::Code::Internal, "gRPC client: no channel");
@@ -121,6 +125,11 @@ class GrpcClient final : public RpcClient {
 };
 
 }  // namespace
+
+kube::Status RpcClient::network(const v1::NetworkRequest&, v1::NetworkResponse*,
+                                std::chrono::milliseconds) {
+  return kube::makeError(kube::Code::MethodNotAllowed, "this client cannot negotiate tunnels");
+}
 
 kube::Result<std::unique_ptr<RpcClient>> makeRpcClient(const ClientConfig& config) {
   if (config.endpoint.empty() || config.serverCaPem.empty() || config.serverName.empty()) {

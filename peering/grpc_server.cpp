@@ -81,6 +81,11 @@ class PeeringServiceImpl final : public v1::Peering::Service {
                       v1::UnpeerResponse* resp) override {
     return authenticated(ctx, "Unpeer", [&](const Caller& c) { return h_.unpeer(c, *req, resp); });
   }
+  grpc::Status Network(grpc::ServerContext* ctx, const v1::NetworkRequest* req,
+                       v1::NetworkResponse* resp) override {
+    return authenticated(ctx, "Network",
+                         [&](const Caller& c) { return h_.network(c, *req, resp); });
+  }
 
  private:
   PeeringHandler& h_;
@@ -195,6 +200,12 @@ class GrpcServer final : public RpcServer {
 kube::Status PeeringHandler::stream(const Caller&, EventStream&) {
   return kube::makeError(kube::Code::MethodNotAllowed,
                          "this agent does not serve the reflection stream");
+}
+
+kube::Status PeeringHandler::network(const Caller&, const v1::NetworkRequest&,
+                                     v1::NetworkResponse*) {
+  return kube::makeError(kube::Code::MethodNotAllowed,
+                         "this agent does not negotiate tunnels");
 }
 
 kube::Result<std::unique_ptr<RpcServer>> startRpcServer(const ServerConfig& config,

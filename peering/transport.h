@@ -59,6 +59,10 @@ class PeeringHandler {
                                  v1::HeartbeatResponse* resp) = 0;
   virtual kube::Status unpeer(const Caller& caller, const v1::UnpeerRequest& req,
                               v1::UnpeerResponse* resp) = 0;
+  // The tunnel negotiation of an authenticated caller (peering/network.h). Default:
+  // MethodNotAllowed (Unimplemented).
+  virtual kube::Status network(const Caller& caller, const v1::NetworkRequest& req,
+                               v1::NetworkResponse* resp);
   // The reflection stream of an authenticated caller: runs for the stream's whole life on a
   // gRPC thread and returns when it ends (the returned Status ends the call). `s` is valid
   // until this returns. Default: MethodNotAllowed (Unimplemented).
@@ -108,6 +112,9 @@ class RpcClient {
                                  std::chrono::milliseconds timeout) = 0;
   virtual kube::Status unpeer(const v1::UnpeerRequest& req, v1::UnpeerResponse* resp,
                               std::chrono::milliseconds timeout) = 0;
+  // The tunnel negotiation (Peering.Network). Default (test fakes): MethodNotAllowed.
+  virtual kube::Status network(const v1::NetworkRequest& req, v1::NetworkResponse* resp,
+                               std::chrono::milliseconds timeout);
   // Opens a reflection stream (mTLS; the client certificate names the caller). Does not wait
   // for the remote: a stream that cannot be established or is refused shows it as read()
   // returning false and status() giving the reason.
