@@ -131,21 +131,46 @@ base::Result<std::vector<std::string>> configureInterface(const std::string& nam
       warnings.push_back("route " + p.toString() + " skipped: IPv6 routes not configured");
       continue;
     }
-    rtentry rt{};
-    sockaddr_in dst = v4Sockaddr(p.address.bytes.data());
-    sockaddr_in mask = v4Mask(p.bits);
-    std::memcpy(&rt.rt_dst, &dst, sizeof dst);
-    std::memcpy(&rt.rt_genmask, &mask, sizeof mask);
-    rt.rt_flags = RTF_UP | (p.bits == 32 ? RTF_HOST : 0);
-    std::string dev = name;
-    rt.rt_dev = dev.data();
-    if (ioctl(sock, SIOCADDRT, &rt) != 0 && errno != EEXIST) {
-      return fail(makeError(Code::Unavailable,
-                            "add route " + p.toString() + " dev " + name + ": " + strerror(errno)));
-    }
+    if (auto st = addInterfaceRoute(sock, name, p); !st.ok()) return fail(st);
   }
   close(sock);
   return warnings;
+}
+
+namespace {
+base::Status changeRoute(int controlSocket, unsigned long request, const std::string& name,
+                         const IpPrefix& prefix) {
+  const char* verb = request == SIOCADDRT ? "add" : "delete";
+  if (prefix.address.family != AF_INET) {
+    return makeError(Code::Invalid, std::string(verb) + " route " + prefix.toString() + " dev " +
+                                        name + ": only IPv4 routes are configured");
+  }
+  rtentry rt{};
+  sockaddr_in dst = v4Sockaddr(prefix.address.bytes.data());
+  sockaddr_in mask = v4Mask(prefix.bits);
+  std::memcpy(&rt.rt_dst, &dst, sizeof dst);
+  std::memcpy(&rt.rt_genmask, &mask, sizeof mask);
+  rt.rt_flags = RTF_UP | (prefix.bits == 32 ? RTF_HOST : 0);
+  std::string dev = name;
+  rt.rt_dev = dev.data();
+  if (ioctl(controlSocket, request, &rt) != 0) {
+    int err = errno;
+    if (request == SIOCADDRT && err == EEXIST) return base::Status::OK();
+    if (request == SIOCDELRT && err == ESRCH) return base::Status::OK();
+    return makeError(Code::Unavailable, std::string(verb) + " route " + prefix.toString() +
+                                            " dev " + name + ": " + strerror(err));
+  }
+  return base::Status::OK();
+}
+}  // namespace
+
+base::Status addInterfaceRoute(int controlSocket, const std::string& name, const IpPrefix& prefix) {
+  return changeRoute(controlSocket, SIOCADDRT, name, prefix);
+}
+
+base::Status deleteInterfaceRoute(int controlSocket, const std::string& name,
+                                  const IpPrefix& prefix) {
+  return changeRoute(controlSocket, SIOCDELRT, name, prefix);
 }
 
 }  // namespace strait::tunnel

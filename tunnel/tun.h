@@ -26,4 +26,13 @@ base::Result<std::vector<std::string>> configureInterface(const std::string& nam
                                                           const std::vector<IpPrefix>& addresses,
                                                           const std::vector<IpPrefix>& routes);
 
+// Adds or deletes the IPv4 route `prefix` through interface `name` (SIOCADDRT / SIOCDELRT)
+// on `controlSocket`, any AF_INET socket: the route is changed in the network namespace the
+// socket was created in, whichever thread calls. Adding a route that exists and deleting one
+// that does not succeed. Invalid for an IPv6 prefix; Unavailable (with the errno text) when
+// the kernel refuses.
+base::Status addInterfaceRoute(int controlSocket, const std::string& name, const IpPrefix& prefix);
+base::Status deleteInterfaceRoute(int controlSocket, const std::string& name,
+                                  const IpPrefix& prefix);
+
 }  // namespace strait::tunnel
