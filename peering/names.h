@@ -30,6 +30,12 @@ inline constexpr std::string_view kLabelOriginClusterId = "strait.io/origin-clus
 inline constexpr std::string_view kLabelOriginUid = "strait.io/origin-uid";
 inline constexpr std::string_view kAnnotationOriginNamespace = "strait.io/origin-namespace";
 inline constexpr std::string_view kAnnotationOriginName = "strait.io/origin-name";
+// On a consumer Service: "disabled" keeps it (and its EndpointSlices) out of the providers.
+inline constexpr std::string_view kAnnotationReflection = "strait.io/reflection";
+inline constexpr std::string_view kReflectionDisabled = "disabled";
+// endpointslice.kubernetes.io/managed-by of the EndpointSlices Strait reflects (the
+// provider's EndpointSlice controller leaves slices managed by another value alone).
+inline constexpr std::string_view kEndpointSliceManagedByValue = "endpointslice.strait.io";
 
 // The taint put on virtual nodes and the toleration offloaded Pods carry.
 inline constexpr std::string_view kVirtualNodeTaintKey = "virtual-node.strait.io/not-allowed";

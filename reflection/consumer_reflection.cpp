@@ -9,10 +9,12 @@
 #include "kube/informer.h"
 #include "kube/json_access.h"
 #include "kube/object.h"
+#include "kube/time.h"
 #include "reflection/pod_dependencies.h"
 #include "reflection/pod_reflector.h"
 #include "reflection/reflection_metrics.h"
 #include "reflection/reflector.h"
+#include "reflection/service_forge.h"
 #include "reflection/stream_client.h"
 
 namespace strait::reflection {
@@ -24,6 +26,7 @@ namespace res = kube::resources;
 namespace {
 
 constexpr const char* kUidIndex = "uid";
+constexpr const char* kServiceIndex = "service";  // EndpointSlices by "ns/service"
 
 // Holds keys back while `open` says the stream cannot answer truthfully. A key arriving then
 // is dropped, not requeued: every (re)connection ends with a resync that enqueues every local
@@ -75,6 +78,9 @@ kube::Status ConsumerReflection::start() {
   if (!opts_.open) return invalid("open (the stream dialer) is required");
   if (!opts_.namespacesSynced) return invalid("namespacesSynced is required");
   if (opts_.podWorkers <= 0) return invalid("pod workers must be positive");
+  if (opts_.serviceWorkers <= 0 || opts_.endpointSliceWorkers <= 0) {
+    return invalid("service and endpoint slice workers must be positive");
+  }
   {
     base::MutexLock l(mu_);
     if (started_) return invalid("already started");
@@ -144,8 +150,15 @@ kube::Status ConsumerReflection::start() {
       {enqueue, [enqueue](const kube::ObjectPtr&, const kube::ObjectPtr& n) { enqueue(n); },
        enqueue});
 
+  if (opts_.offloaded) {
+    if (kube::Status st = registerServiceKinds(); !st.ok()) return st;
+  }
+
   reflector_->start();
   pods_->start();
+  if (virtualNodes_) virtualNodes_->start();
+  if (services_) services_->start();
+  if (slices_) slices_->start();
   if (auto m = reflectionMetrics()) {
     m->podsAdded(opts_.nodeName, [informer] { return informer->cache().size(); });
   }
@@ -166,7 +179,125 @@ void ConsumerReflection::stop() {
     thread_.join();
   }
   if (pods_) pods_->stop();
+  if (services_) services_->stop();
+  if (slices_) slices_->stop();
+  if (virtualNodes_) virtualNodes_->stop();
   if (reflector_) reflector_->stop();
+}
+
+kube::Status ConsumerReflection::registerServiceKinds() {
+  services_ = std::make_unique<kube::Informer>(local_,
+                                               kube::InformerOptions{res::kServices, "", "", ""});
+  slices_ = std::make_unique<kube::Informer>(
+      local_, kube::InformerOptions{res::kEndpointSlices, "", "", ""});
+  slices_->addIndex(kServiceIndex, [](const json& s) {
+    const std::string svc = endpointSliceServiceName(s);
+    return svc.empty() ? std::vector<std::string>{}
+                       : std::vector<std::string>{kube::getNamespace(s) + "/" + svc};
+  });
+  if (!opts_.virtualNodeSelector.empty()) {
+    virtualNodes_ = std::make_unique<kube::Informer>(
+        local_, kube::InformerOptions{res::kNodes, "", opts_.virtualNodeSelector, ""});
+  }
+  ServiceReflectorOptions so;
+  so.mapping = opts_.mapping;
+  so.offloaded = opts_.offloaded;
+  so.isVirtualNode = [this](const std::string& node) { return isVirtualNode(node); };
+  so.enqueueSlices = [this](const std::string& key) { enqueueServiceSlices(key); };
+  KindOptions ko;
+  ko.queue.baseDelay = 50ms;
+  ko.queue.maxDelay = 5s;
+  ko.workers = opts_.serviceWorkers;
+  auto gate = [this] { return gateOpen(); };
+  if (kube::Status s = reflector_->registerKind(
+          std::make_unique<GatedReflector>(
+              std::make_unique<ServiceReflector>(local_, services_->cache(), *stream_,
+                                                 serviceState_, so),
+              gate),
+          ko);
+      !s.ok()) {
+    return s;
+  }
+  ko.workers = opts_.endpointSliceWorkers;
+  if (kube::Status s = reflector_->registerKind(
+          std::make_unique<GatedReflector>(
+              std::make_unique<EndpointSliceReflector>(local_, services_->cache(),
+                                                       slices_->cache(), *stream_,
+                                                       serviceState_, so),
+              gate),
+          ko);
+      !s.ok()) {
+    return s;
+  }
+  auto onService = [this](const kube::ObjectPtr& o) {
+    (void)reflector_->enqueue("Service", kube::objectKey(*o));
+  };
+  services_->addHandlers(
+      {onService, [onService](const kube::ObjectPtr&, const kube::ObjectPtr& n) { onService(n); },
+       onService});
+  auto onSlice = [this](const kube::ObjectPtr& o) {
+    (void)reflector_->enqueue("EndpointSlice", kube::objectKey(*o));
+  };
+  slices_->addHandlers(
+      {onSlice, [onSlice](const kube::ObjectPtr&, const kube::ObjectPtr& n) { onSlice(n); },
+       onSlice});
+  return kube::Status::OK();
+}
+
+bool ConsumerReflection::isVirtualNode(const std::string& nodeName) const {
+  if (nodeName == opts_.nodeName) return true;
+  return virtualNodes_ && virtualNodes_->cache().get(nodeName) != nullptr;
+}
+
+void ConsumerReflection::enqueueServiceSlices(const std::string& serviceKey) {
+  if (!slices_) return;
+  for (const kube::ObjectPtr& s : slices_->cache().byIndex(kServiceIndex, serviceKey)) {
+    (void)reflector_->enqueue("EndpointSlice", kube::objectKey(*s));
+  }
+}
+
+void ConsumerReflection::namespaceOffloaded(const std::string& ns) {
+  if (!services_ || !reflector_) return;
+  for (const kube::ObjectPtr& s : services_->cache().list()) {
+    if (kube::getNamespace(*s) == ns) (void)reflector_->enqueue("Service", kube::objectKey(*s));
+  }
+}
+
+ServiceReflectionCounts ConsumerReflection::serviceCounts() const {
+  return serviceState_.counts();
+}
+
+bool ConsumerReflection::markPodsUnreachable() {
+  bool all = true;
+  const std::string now = kube::rfc3339Now();
+  for (const kube::ObjectPtr& p : pods_->cache().list()) {
+    json pod = *p;
+    if (!kube::hasObject(pod, "status") || !kube::hasArray(pod["status"], "conditions")) continue;
+    const std::string phase = kube::stringOf(pod["status"], "phase");
+    if (phase == "Succeeded" || phase == "Failed") continue;
+    bool changed = false;
+    for (json& c : pod["status"]["conditions"]) {
+      const std::string type = kube::stringOf(c, "type");
+      if ((type == "Ready" || type == "ContainersReady") &&
+          (kube::stringOf(c, "status") != "False" ||
+           kube::stringOf(c, "reason") != "ProviderUnreachable")) {
+        c["status"] = "False";
+        c["reason"] = "ProviderUnreachable";
+        c["message"] = "the provider behind virtual node " + opts_.nodeName + " is unreachable";
+        c["lastTransitionTime"] = now;
+        changed = true;
+      }
+    }
+    if (!changed) continue;
+    kube::Result<json> r = kube::updateStatus(local_, res::kPods, kube::getNamespace(pod), pod);
+    if (!r.ok() && !kube::isNotFound(r.error())) {
+      all = false;
+      spdlog::warn("event=pod_unreachable_not_marked pod={}/{} error=\"{}\"",
+                   kube::getNamespace(pod), kube::getName(pod), r.error().message);
+    }
+  }
+  spdlog::info("event=pods_marked_provider_unreachable node={} complete={}", opts_.nodeName, all);
+  return all;
 }
 
 void ConsumerReflection::releaseNamespace(const std::string& remoteNs) {
@@ -195,6 +326,10 @@ bool ConsumerReflection::resyncNow() {
   if (!pods_->hasSynced() || !gateOpen()) {
     return false;  // the gate: keys it dropped are enqueued here once it opens
   }
+  if ((services_ && !services_->hasSynced()) || (slices_ && !slices_->hasSynced()) ||
+      (virtualNodes_ && !virtualNodes_->hasSynced())) {
+    return false;
+  }
   std::vector<std::string> uids;
   std::set<std::pair<std::string, std::string>> deps;  // ("ns/name", Kind)
   for (const kube::ObjectPtr& p : pods_->cache().list()) {
@@ -216,6 +351,25 @@ bool ConsumerReflection::resyncNow() {
     if (!r.ok()) continue;
     kube::Result<json> obj = local_.get(*r, key.substr(0, slash), key.substr(slash + 1));
     if (obj.ok()) uids.push_back(kube::getUid(*obj));
+  }
+  // The Services still reflected and their slices: the provider keeps those (and deletes
+  // its copies of the others, e.g. a Service deleted or opted out while the stream was down).
+  if (services_) {
+    std::set<std::string> wantedServices;
+    for (const kube::ObjectPtr& svc : services_->cache().list()) {
+      (void)reflector_->enqueue("Service", kube::objectKey(*svc));
+      if (opts_.offloaded(kube::getNamespace(*svc)) && !serviceReflectionDisabled(*svc)) {
+        wantedServices.insert(kube::objectKey(*svc));
+        uids.push_back(kube::getUid(*svc));
+      }
+    }
+    for (const kube::ObjectPtr& slice : slices_->cache().list()) {
+      (void)reflector_->enqueue("EndpointSlice", kube::objectKey(*slice));
+      if (wantedServices.count(kube::getNamespace(*slice) + "/" +
+                               endpointSliceServiceName(*slice))) {
+        uids.push_back(kube::getUid(*slice));
+      }
+    }
   }
   kube::Status s = stream_->resyncDone(uids);
   if (!s.ok()) {
@@ -264,6 +418,13 @@ void ConsumerReflection::housekeeping(std::stop_token stop) {
       nextCounters = std::chrono::steady_clock::now() + 1s;
       l.unlock();
       logCountersIfChanged();
+      if (opts_.onServiceCounts && services_) {
+        const ServiceReflectionCounts c = serviceState_.counts();
+        if (!publishedCounts_ || *publishedCounts_ != c) {
+          opts_.onServiceCounts(c);
+          publishedCounts_ = c;
+        }
+      }
       l.lock();
     }
     while (!events_.empty()) {
@@ -280,6 +441,16 @@ void ConsumerReflection::housekeeping(std::stop_token stop) {
       const bool done = sendRelease(ns);
       l.lock();
       if (!done) releases_.push_back(std::move(ns));
+    }
+    if (opts_.providerUnreachable) {
+      const bool unreachable = opts_.providerUnreachable();
+      if (unreachable && !podsMarkedUnreachable_) {
+        l.unlock();
+        podsMarkedUnreachable_ = markPodsUnreachable();
+        l.lock();
+      } else if (!unreachable) {
+        podsMarkedUnreachable_ = false;  // the resync after the heal restores them
+      }
     }
     if (resyncPending_) {
       l.unlock();

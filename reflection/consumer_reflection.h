@@ -3,8 +3,10 @@
 // Pods bound to one virtual node to the provider and their state back.
 //  - a StreamClient: one bidirectional gRPC stream to the provider agent (stream_client.h);
 //  - a local Pod informer (fieldSelector spec.nodeName=<virtual node>, compact cache);
-//  - the generic Reflector with one registered KindReflector per reflected kind (today the
-//    PodReflector, which also carries each Pod's ConfigMaps, Secrets and ServiceAccount);
+//  - the generic Reflector with one registered KindReflector per reflected kind: the
+//    PodReflector (which also carries each Pod's ConfigMaps, Secrets and ServiceAccount), and
+//    the ServiceReflector and EndpointSliceReflector (service_reflector.h) over informers of
+//    the local Services and EndpointSlices;
 //  - the gate: Pod keys are held back while the stream cannot answer truthfully (down, or
 //    the provider's initial list not in yet, or the offloaded namespaces not listed), so an
 //    empty remote cache never reads as "the remote Pod is gone";
@@ -12,6 +14,9 @@
 //    are in, every local Pod is enqueued and RESYNC_DONE carries their uids and those of
 //    the objects that travelled with them (only then may the provider delete remote objects
 //    whose origin is gone);
+//  - continuity: while the provider is unreachable past the grace, the offloaded Pods are
+//    marked not Ready (reason ProviderUnreachable) so that the consumer's Services stop
+//    routing to them; the resync after the heal writes their status from the provider again;
 //  - provider Events about a remote Pod recorded as Events on the local Pod (once each: the
 //    provider re-sends recent ones after a reconnection);
 //  - remote namespaces released when a namespace stops being offloaded here (a DELETE on the
@@ -43,6 +48,7 @@
 #include "peering/transport.h"
 #include "reflection/namespace_mapping.h"
 #include "reflection/sent_events.h"
+#include "reflection/service_reflector.h"
 #include "reflection/stream_messages.h"
 
 namespace strait::kube {
@@ -69,6 +75,21 @@ struct ConsumerReflectionOptions {
   int podWorkers = 8;
   std::chrono::milliseconds keepaliveInterval{1000};
   std::chrono::milliseconds callTimeout{10000};
+  // Services: whether local namespace `ns` is offloaded to this provider. Optional: without
+  // it no Service (nor EndpointSlice) is reflected.
+  std::function<bool(const std::string& ns)> offloaded;
+  // Label selector of the consumer's virtual nodes: an endpoint on one of them is a Pod
+  // already in a provider, never reflected in an EndpointSlice. Empty: only nodeName.
+  std::string virtualNodeSelector;
+  int serviceWorkers = 2;
+  int endpointSliceWorkers = 4;
+  // True while the provider has been unreachable past the grace (the virtual node's stream
+  // health): the offloaded Pods' Ready condition is then set False with reason
+  // ProviderUnreachable, and restored from the provider's status after the heal. Optional.
+  std::function<bool()> providerUnreachable;
+  // The reflected Services/EndpointSlices/conflicts changed (at most once a second, from the
+  // housekeeping thread), e.g. to publish them in the ForeignCluster status. Optional.
+  std::function<void(const ServiceReflectionCounts&)> onServiceCounts;
   // Stream health, for the virtual node's Ready condition. Optional.
   std::function<void()> onConnected;
   std::function<void()> onMessage;
@@ -97,6 +118,10 @@ class ConsumerReflection {
   // Resyncs completed (RESYNC_DONE sent).
   uint64_t resyncs() const;
   StreamCounters counters() const;
+  // Services, EndpointSlices reflected and conflicts now.
+  ServiceReflectionCounts serviceCounts() const;
+  // Local namespace `ns` is now offloaded to this provider: its Services are looked at.
+  void namespaceOffloaded(const std::string& ns);
 
  private:
   bool gateOpen() const;
@@ -108,11 +133,22 @@ class ConsumerReflection {
   void recordEvent(const nlohmann::json& remoteEvent, const std::string& originUid);
   // Logs event=stream_counters when APPLY/DELETE/error totals changed (at most once a second).
   void logCountersIfChanged();
+  // The offloaded Pods' Ready condition False (reason ProviderUnreachable), once per outage.
+  // True when every Pod was written.
+  bool markPodsUnreachable();
+  bool isVirtualNode(const std::string& nodeName) const;
+  // The Service and EndpointSlice informers and kinds (start(), when opts_.offloaded is set).
+  kube::Status registerServiceKinds();
+  void enqueueServiceSlices(const std::string& serviceKey);
 
   kube::Client& local_;
   const ConsumerReflectionOptions opts_;
   std::unique_ptr<StreamClient> stream_;
   std::unique_ptr<kube::Informer> pods_;
+  std::unique_ptr<kube::Informer> services_;   // set when opts_.offloaded is
+  std::unique_ptr<kube::Informer> slices_;
+  std::unique_ptr<kube::Informer> virtualNodes_;  // set when virtualNodeSelector is
+  ServiceReflectionState serviceState_;  // own lock
   std::unique_ptr<Reflector> reflector_;
 
   mutable base::Mutex mu_;
@@ -126,6 +162,8 @@ class ConsumerReflection {
   SentEvents seenEvents_;  // provider Events recorded (a reconnect may repeat some); own lock
 
   std::array<uint64_t, 3> loggedCounters_{};  // housekeeping thread only
+  bool podsMarkedUnreachable_ = false;          // housekeeping thread only
+  std::optional<ServiceReflectionCounts> publishedCounts_;  // housekeeping thread only
   std::jthread thread_;                       // housekeeping: resync, events, releases
 };
 

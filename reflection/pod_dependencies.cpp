@@ -51,7 +51,15 @@ void scanContainer(const json& c, PodDependencies& d) {
   }
 }
 
-kube::Result<json> forgeMeta(const json& local, const ObjectForgeContext& ctx,
+void copyFields(const json& from, json& to, std::initializer_list<const char*> keys) {
+  for (const char* k : keys) {
+    if (from.contains(k)) to[k] = from[k];
+  }
+}
+
+}  // namespace
+
+kube::Result<json> forgeReflectedMeta(const json& local, const ObjectForgeContext& ctx,
                              const char* kind) {
   if (!local.is_object() || kube::getName(local).empty() || kube::getUid(local).empty()) {
     return kube::makeError(kube::Code::Invalid,
@@ -83,14 +91,6 @@ kube::Result<json> forgeMeta(const json& local, const ObjectForgeContext& ctx,
   return out;
 }
 
-void copyFields(const json& from, json& to, std::initializer_list<const char*> keys) {
-  for (const char* k : keys) {
-    if (from.contains(k)) to[k] = from[k];
-  }
-}
-
-}  // namespace
-
 PodDependencies podDependencies(const json& pod) {
   PodDependencies d;
   if (!hasObject(pod, "spec")) return d;
@@ -111,14 +111,14 @@ PodDependencies podDependencies(const json& pod) {
 }
 
 kube::Result<json> forgeRemoteConfigMap(const json& local, const ObjectForgeContext& ctx) {
-  auto out = forgeMeta(local, ctx, "ConfigMap");
+  auto out = forgeReflectedMeta(local, ctx, "ConfigMap");
   if (!out.ok()) return out;
   copyFields(local, *out, {"data", "binaryData", "immutable"});
   return out;
 }
 
 kube::Result<json> forgeRemoteSecret(const json& local, const ObjectForgeContext& ctx) {
-  auto out = forgeMeta(local, ctx, "Secret");
+  auto out = forgeReflectedMeta(local, ctx, "Secret");
   if (!out.ok()) return out;
   if (stringOf(local, "type") == "kubernetes.io/service-account-token") {
     return kube::makeError(kube::Code::Forbidden,
@@ -131,7 +131,7 @@ kube::Result<json> forgeRemoteSecret(const json& local, const ObjectForgeContext
 }
 
 kube::Result<json> forgeRemoteServiceAccount(const json& local, const ObjectForgeContext& ctx) {
-  auto out = forgeMeta(local, ctx, "ServiceAccount");
+  auto out = forgeReflectedMeta(local, ctx, "ServiceAccount");
   if (!out.ok()) return out;
   copyFields(local, *out, {"automountServiceAccountToken", "imagePullSecrets"});
   return out;

@@ -31,6 +31,14 @@ struct ObjectForgeContext {
   std::string remoteNamespace;
 };
 
+// The skeleton every reflected object starts from: apiVersion v1, `kind`, metadata.name,
+// metadata.namespace = ctx.remoteNamespace, the local labels plus the origin labels
+// (consumer, origin uid, managed-by), the local annotations (without kubectl's
+// last-applied-configuration) plus the origin namespace and name. Invalid when `local` is
+// not an object with metadata.name and uid.
+kube::Result<nlohmann::json> forgeReflectedMeta(const nlohmann::json& local,
+                                                const ObjectForgeContext& ctx, const char* kind);
+
 // The remote ConfigMap: data, binaryData, immutable kept; metadata as for Pods (labels and
 // annotations copied plus origin markers; uid, resourceVersion, owners dropped).
 // Invalid when `local` is not an object with metadata.name and uid.

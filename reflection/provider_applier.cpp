@@ -7,11 +7,71 @@
 #include "reflection/labels.h"
 #include "reflection/pod_dependencies.h"
 #include "reflection/pod_forge.h"
+#include "reflection/service_forge.h"
 
 namespace strait::reflection {
 
 using nlohmann::json;
 namespace res = kube::resources;
+
+namespace {
+
+// Who an object that is not this consumer's belongs to, for a Conflict message.
+std::string describeOwner(const json& obj) {
+  auto labels = kube::getLabels(obj);
+  auto origin = labels.find(std::string(kLabelOriginClusterId));
+  if (origin != labels.end()) return "reflected from consumer " + origin->second;
+  auto sliceManager = labels.find("endpointslice.kubernetes.io/managed-by");
+  if (sliceManager != labels.end()) return "managed by " + sliceManager->second;
+  if (kube::hasObject(obj, "metadata") && kube::hasArray(obj["metadata"], "managedFields") &&
+      !obj["metadata"]["managedFields"].empty()) {
+    const std::string manager = kube::stringOf(obj["metadata"]["managedFields"][0], "manager");
+    if (!manager.empty()) return "created by " + manager + ", not by Strait";
+  }
+  return "not created by Strait";
+}
+
+kube::Error notOursError(const std::string& kind, const std::string& ns, const std::string& name,
+                         const json& current) {
+  return kube::makeError(kube::Code::Conflict, kind + " " + ns + "/" + name +
+                                                   " exists in the provider and is not "
+                                                   "reflected from this consumer (" +
+                                                   describeOwner(current) + ")");
+}
+
+// The parts of an existing Service the provider allocated, kept in `next` where its type
+// still has them.
+void keepAllocatedServiceFields(const json& current, json& next) {
+  if (!kube::hasObject(current, "spec") || !kube::hasObject(next, "spec")) return;
+  const json& cur = current["spec"];
+  json& spec = next["spec"];
+  const std::string type = kube::stringOf(spec, "type", "ClusterIP");
+  if (type != "ExternalName" && !spec.contains("clusterIP")) {
+    for (const char* k : {"clusterIP", "clusterIPs"}) {
+      if (cur.contains(k)) spec[k] = cur[k];
+    }
+  }
+  if ((type == "NodePort" || type == "LoadBalancer") && kube::hasArray(spec, "ports") &&
+      kube::hasArray(cur, "ports")) {
+    for (json& p : spec["ports"]) {
+      if (!p.is_object() || p.contains("nodePort")) continue;
+      for (const json& c : cur["ports"]) {
+        if (c.is_object() && c.value("port", json()) == p.value("port", json()) &&
+            kube::stringOf(c, "protocol", "TCP") == kube::stringOf(p, "protocol", "TCP") &&
+            c.contains("nodePort")) {
+          p["nodePort"] = c["nodePort"];
+        }
+      }
+    }
+  }
+  if (type == "LoadBalancer" && kube::stringOf(spec, "externalTrafficPolicy") == "Local" &&
+      cur.contains("healthCheckNodePort")) {
+    spec["healthCheckNodePort"] = cur["healthCheckNodePort"];
+  }
+  if (current.contains("status")) next["status"] = current["status"];
+}
+
+}  // namespace
 
 kube::Result<json> sanitizeProviderPod(const json& pod, kube::PodSecurityLevel level) {
   json out = pod;
@@ -41,10 +101,12 @@ json podSecurityNamespaceLabels(kube::PodSecurityLevel level) {
 }
 
 ProviderApplier::ProviderApplier(kube::Client& provider, NamespaceMapping mapping,
-                                 kube::PodSecurityLevel podSecurity, json namespaceLabels)
+                                 kube::PodSecurityLevel podSecurity, json namespaceLabels,
+                                 EndpointAddressTranslator translateAddress)
     : provider_(provider),
       mapping_(std::move(mapping)),
       podSecurity_(podSecurity),
+      translateAddress_(std::move(translateAddress)),
       namespaceLabels_(std::move(namespaceLabels)) {}
 
 kube::Status ProviderApplier::ensureNamespace(const std::string& ns) {
@@ -144,11 +206,7 @@ kube::Result<json> ProviderApplier::get(const std::string& kind, const std::stri
   if (!r.ok()) return r.error();
   kube::Result<json> got = provider_.get(*r, ns, name);
   if (!got.ok()) return got;
-  if (!isOwnedBy(*got, mapping_.consumerId())) {
-    return kube::makeError(kube::Code::Conflict, kind + " " + ns + "/" + name +
-                                                     " exists in the provider and is not "
-                                                     "reflected from this consumer");
-  }
+  if (!isOwnedBy(*got, mapping_.consumerId())) return notOursError(kind, ns, name, *got);
   return got;
 }
 
@@ -175,7 +233,19 @@ kube::Result<json> ProviderApplier::apply(const StreamMessage& m, bool likelyNew
     if (!pod.ok()) return pod.error();
     sanitized = std::move(*pod);
   }
-  const json& object = m.kind == "Pod" ? sanitized : m.object;
+  if (m.kind == "EndpointSlice") {
+    // The addresses as this provider reaches the consumer's Pods.
+    sanitized = m.object;
+    if (translateAddress_ && kube::hasArray(sanitized, "endpoints")) {
+      for (json& e : sanitized["endpoints"]) {
+        if (!kube::hasArray(e, "addresses")) continue;
+        for (json& a : e["addresses"]) {
+          if (a.is_string()) a = translateAddress_(mapping_.consumerId(), a.get<std::string>());
+        }
+      }
+    }
+  }
+  const json& object = m.kind == "Pod" || m.kind == "EndpointSlice" ? sanitized : m.object;
   if (kube::Status s = ensureNamespace(m.ns); !s.ok()) return s.error();
 
   auto create = [&]() {
@@ -208,9 +278,7 @@ kube::Result<json> ProviderApplier::apply(const StreamMessage& m, bool likelyNew
     return create();
   }
   if (!isOwnedBy(*current, mapping_.consumerId())) {
-    return kube::makeError(kube::Code::Conflict, m.kind + " " + m.ns + "/" + m.name +
-                                                     " exists in the provider and is not "
-                                                     "reflected from this consumer");
+    return notOursError(m.kind, m.ns, m.name, *current);
   }
   if (originUid(*current) != m.originUid) {
     return kube::makeError(kube::Code::Conflict,
@@ -240,10 +308,11 @@ kube::Result<json> ProviderApplier::apply(const StreamMessage& m, bool likelyNew
     if (spec.contains("tolerations")) next["spec"]["tolerations"] = spec["tolerations"];
   } else {
     json keepMeta = next["metadata"];
-    next = m.object;
-    keepMeta["labels"] = m.object["metadata"].value("labels", json::object());
-    keepMeta["annotations"] = m.object["metadata"].value("annotations", json::object());
+    next = object;
+    keepMeta["labels"] = object["metadata"].value("labels", json::object());
+    keepMeta["annotations"] = object["metadata"].value("annotations", json::object());
     next["metadata"] = std::move(keepMeta);
+    if (m.kind == "Service") keepAllocatedServiceFields(*current, next);
     if (next == *current) return current;
   }
   return provider_.update(*r, m.ns, next);
@@ -313,6 +382,30 @@ kube::Result<int> ProviderApplier::deleteOrphans(
     }
   }
   return deleted;
+}
+
+kube::Result<int> ProviderApplier::markEndpointsNotReady() {
+  kube::ListOptions lo;
+  lo.labelSelector = std::string(kLabelOriginClusterId) + "=" + mapping_.consumerId();
+  kube::Result<json> list = provider_.list(res::kEndpointSlices, "", lo);
+  if (!list.ok()) return list.error();
+  int marked = 0;
+  for (const json& item : list->value("items", json::array())) {
+    if (!mapping_.localNamespace(kube::getNamespace(item)) ||
+        !isOwnedBy(item, mapping_.consumerId())) {
+      continue;
+    }
+    bool changed = false;
+    json next = endpointSliceNotReady(item, &changed);
+    if (!changed) continue;
+    kube::Result<json> r =
+        provider_.update(res::kEndpointSlices, kube::getNamespace(item), next);
+    if (!r.ok() && !kube::isNotFound(r.error()) && !kube::isConflict(r.error())) {
+      return r.error();
+    }
+    if (r.ok()) ++marked;
+  }
+  return marked;
 }
 
 kube::Result<int> ProviderApplier::deleteOrphanDependencies(

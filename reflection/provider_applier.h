@@ -11,7 +11,12 @@
 //  - deletions carry the grace period sent and a uid precondition, so a Pod re-created in
 //    the meantime under the same name is not deleted by a stale request;
 //  - after a resync, objects whose origin uid was not listed are deleted (never before):
-//    Pods, then the ConfigMaps/Secrets/ServiceAccounts no remaining Pod uses.
+//    Pods, then the ConfigMaps/Secrets/ServiceAccounts no remaining Pod uses; Services and
+//    EndpointSlices likewise;
+//  - a Service keeps what the provider allocated (clusterIP(s), nodePorts,
+//    healthCheckNodePort) across updates; an EndpointSlice's addresses go through the
+//    EndpointAddressTranslator (the consumer's pod CIDR as this provider reaches it).
+// A Conflict names the existing object's owner (another consumer, a controller, or a user).
 // Pods are created once and then only their mutable fields updated (metadata labels and
 // annotations, images, activeDeadlineSeconds, tolerations), as the API server allows.
 // Every Pod sent is re-validated, never trusting the consumer's forge: its scheduling fields
@@ -39,6 +44,12 @@
 
 namespace strait::reflection {
 
+// Translates an endpoint address a consumer sent (in its own view of its pod CIDR) into the
+// address this provider reaches it at (through the tunnel, remapped when the CIDRs overlap).
+// Must be thread-safe and must not block. Identity when unset.
+using EndpointAddressTranslator =
+    std::function<std::string(const std::string& consumerId, const std::string& ip)>;
+
 class ProviderApplier : public RemoteObjects {
  public:
   // `provider` is borrowed and must outlive the applier. `podSecurity`: the level every Pod
@@ -47,7 +58,8 @@ class ProviderApplier : public RemoteObjects {
   // labels, by which unpeering finds them).
   ProviderApplier(kube::Client& provider, NamespaceMapping mapping,
                   kube::PodSecurityLevel podSecurity = kube::PodSecurityLevel::Baseline,
-                  nlohmann::json namespaceLabels = nlohmann::json::object());
+                  nlohmann::json namespaceLabels = nlohmann::json::object(),
+                  EndpointAddressTranslator translateAddress = {});
 
   // APPLY: create or update; returns the object as stored. Errors: Forbidden (namespace not
   // this consumer's, or a Pod violating the Pod Security level), Conflict (object not this
@@ -75,6 +87,12 @@ class ProviderApplier : public RemoteObjects {
   // Call after deleteOrphans("Pod", ...). Returns how many it deleted.
   kube::Result<int> deleteOrphanDependencies(const std::set<std::string>& liveOrigins);
 
+  // Marks every endpoint of this consumer's EndpointSlices in its namespaces ready=false and
+  // serving=false (terminating kept): the consumer is unreachable, so the provider's Services
+  // must stop sending traffic to it. Nothing is deleted; the consumer's next APPLY of each
+  // slice restores its conditions. Returns how many slices it rewrote.
+  kube::Result<int> markEndpointsNotReady();
+
   // Deletes namespace `ns` when it carries this consumer's origin labels (Forbidden, naming
   // why, when it does not: Strait never deletes a namespace it did not create). OK (null)
   // when absent or already terminating.
@@ -95,6 +113,7 @@ class ProviderApplier : public RemoteObjects {
   kube::Client& provider_;
   const NamespaceMapping mapping_;
   const kube::PodSecurityLevel podSecurity_;
+  const EndpointAddressTranslator translateAddress_;
   const nlohmann::json namespaceLabels_;
   base::Mutex mu_;
   // Checked or created; dropped when a create says NotFound.

@@ -20,6 +20,8 @@ inline kube::Result<kube::ResourceRef> resourceOfKind(const std::string& kind) {
   if (kind == "Secret") return res::kSecrets;
   if (kind == "ServiceAccount") return res::kServiceAccounts;
   if (kind == "Event") return res::kEvents;
+  if (kind == "Service") return res::kServices;
+  if (kind == "EndpointSlice") return res::kEndpointSlices;
   return kube::makeError(kube::Code::BadRequest, "kind " + kind + " is not reflected", "kind");
 }
 

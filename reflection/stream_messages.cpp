@@ -35,8 +35,8 @@ constexpr size_t kMaxResourceVersionBytes = 64;
 
 constexpr size_t kMaxErrorMessageBytes = 64 * 1024;
 
-constexpr std::array<const char*, 5> kKinds = {"Pod", "ConfigMap", "Secret", "ServiceAccount",
-                                               "Event"};
+constexpr std::array<const char*, 7> kKinds = {"Pod",   "ConfigMap", "Secret",       "ServiceAccount",
+                                               "Event", "Service",   "EndpointSlice"};
 
 bool carriesObject(StreamMessageType t) {
   return t == StreamMessageType::Apply || t == StreamMessageType::Delete ||
@@ -90,14 +90,18 @@ const char* streamMessageTypeName(StreamMessageType t) {
   return "UNKNOWN";
 }
 
+const char* streamApiVersionOf(const std::string& kind) {
+  return kind == "EndpointSlice" ? "discovery.k8s.io/v1" : "v1";
+}
+
 StreamMessage StreamMessage::apply(const json& remoteObject, std::string originUid) {
   StreamMessage m;
   m.type = StreamMessageType::Apply;
-  m.apiVersion = "v1";
   m.kind = remoteObject.is_object() && remoteObject.contains("kind") &&
                    remoteObject["kind"].is_string()
                ? remoteObject["kind"].get<std::string>()
                : std::string();
+  m.apiVersion = streamApiVersionOf(m.kind);
   m.ns = kube::getNamespace(remoteObject);
   m.name = kube::getName(remoteObject);
   m.object = remoteObject;
@@ -116,7 +120,7 @@ StreamMessage StreamMessage::remove(std::string kind, std::string ns, std::strin
                                     std::optional<int64_t> gracePeriodSeconds) {
   StreamMessage m;
   m.type = StreamMessageType::Delete;
-  m.apiVersion = "v1";
+  m.apiVersion = streamApiVersionOf(kind);
   m.kind = std::move(kind);
   m.ns = std::move(ns);
   m.name = std::move(name);
@@ -141,7 +145,7 @@ StreamMessage StreamMessage::get(std::string kind, std::string ns, std::string n
                                  uint64_t seq) {
   StreamMessage m;
   m.type = StreamMessageType::Get;
-  m.apiVersion = "v1";
+  m.apiVersion = streamApiVersionOf(kind);
   m.kind = std::move(kind);
   m.ns = std::move(ns);
   m.name = std::move(name);
@@ -330,9 +334,16 @@ kube::Result<StreamMessage> decodeStreamMessage(const strait::v1::ReflectionEven
   m.kind = o.kind();
   m.ns = o.namespace_();
   m.name = o.name();
-  if (m.apiVersion != "v1") return bad("object.api_version", "\"" + m.apiVersion.substr(0, 64) + "\" is not v1");
   bool kindOk = false;
   for (const char* k : kKinds) kindOk = kindOk || m.kind == k;
+  if (kindOk && m.apiVersion != streamApiVersionOf(m.kind)) {
+    return bad("object.api_version", "\"" + m.apiVersion.substr(0, 64) + "\" is not " +
+                                         streamApiVersionOf(m.kind) + " (the version of " +
+                                         m.kind + ")");
+  }
+  if (!kindOk && m.kind == "Namespace" && m.apiVersion != "v1") {
+    return bad("object.api_version", "\"" + m.apiVersion.substr(0, 64) + "\" is not v1");
+  }
   if (m.kind == "Namespace") {
     if (m.type != StreamMessageType::Delete) {
       return bad("object.kind", "a Namespace is only ever deleted on the stream");

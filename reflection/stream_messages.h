@@ -41,7 +41,8 @@
 //
 // origin_uid is required on APPLY, DELETE, STATUS, STATUS_PATCH, GONE and EVENT; seq (non-zero) on GET and
 // REPLY (APPLY and DELETE carry one when the sender wants to match the REPLY). Kinds carried:
-// Pod, ConfigMap, Secret, ServiceAccount (apiVersion v1) and Event (v1). Pure; thread-safe.
+// Pod, ConfigMap, Secret, ServiceAccount, Service (apiVersion v1), EndpointSlice
+// (discovery.k8s.io/v1) and Event (v1). Pure; thread-safe.
 
 #include <atomic>
 #include <cstddef>
@@ -72,6 +73,9 @@ enum class StreamMessageType {
 };
 
 const char* streamMessageTypeName(StreamMessageType t);
+// The apiVersion the stream carries `kind` in: discovery.k8s.io/v1 for EndpointSlice, v1
+// for every other kind.
+const char* streamApiVersionOf(const std::string& kind);
 
 // Largest object JSON accepted in one message (a Secret or ConfigMap may hold up to 1 MiB of
 // data; its JSON with base64 and metadata stays under this).
@@ -79,8 +83,8 @@ inline constexpr size_t kMaxStreamObjectBytes = 3 * 1024 * 1024;
 
 struct StreamMessage {
   StreamMessageType type = StreamMessageType::Keepalive;
-  std::string apiVersion;  // "v1"
-  std::string kind;        // Pod, ConfigMap, Secret, ServiceAccount, Event
+  std::string apiVersion;  // streamApiVersionOf(kind)
+  std::string kind;        // Pod, ConfigMap, Secret, ServiceAccount, Service, EndpointSlice, Event
   std::string ns;          // remote (provider) namespace
   std::string name;
   nlohmann::json object;   // parsed json; null when the type carries none

@@ -56,7 +56,7 @@ class StreamSession {
         // the namespaces it created for this consumer (labels), never someone else's.
         mapping_(opts_.consumerId, NamingStrategy::SameName),
         applier_(owner.provider_, mapping_, opts_.podSecurity,
-                 peering::ownershipLabels(opts_.consumerId)),
+                 peering::ownershipLabels(opts_.consumerId), opts_.translateAddress),
         sentEvents_(opts_.sentEvents) {}
 
   kube::Status run() {
@@ -239,10 +239,19 @@ class StreamSession {
           live.insert(appliedOrigins_.begin(), appliedOrigins_.end());
         }
         kube::Result<int> deps = n.ok() ? applier_.deleteOrphanDependencies(live) : n;
-        const kube::Result<int>& failed = !n.ok() ? n : deps;
+        // Services and their slices: the consumer listed the ones it still reflects.
+        int services = 0;
+        kube::Result<int> svc = deps;
+        for (const char* kind : {"EndpointSlice", "Service"}) {
+          if (!svc.ok()) break;
+          svc = applier_.deleteOrphans(kind, live);
+          if (svc.ok()) services += *svc;
+        }
+        const kube::Result<int>& failed = !n.ok() ? n : !deps.ok() ? deps : svc;
         spdlog::info("event=stream_resync_done consumer={} live={} orphans_deleted={} "
-                     "orphan_dependencies_deleted={}{}",
+                     "orphan_dependencies_deleted={} orphan_services_deleted={}{}",
                      opts_.consumerId, uids.size(), n.ok() ? *n : 0, deps.ok() ? *deps : 0,
+                     services,
                      failed.ok() ? "" : " error=\"" + failed.error().message + "\"");
         return;
       }
@@ -464,6 +473,98 @@ kube::Status StreamServer::serve(peering::EventStream& stream) {
 
 StreamCounters StreamServer::counters() const { return counters_.snapshot(); }
 
+namespace {
+
+// Per consumer: whether a stream is up, and since when none is. A consumer without a stream
+// for unreachableGrace gets its reflected endpoints marked not ready (ProviderApplier::
+// markEndpointsNotReady), once per outage; its next resync re-applies them as they are.
+// Thread-safe; the watcher thread runs from the first ended session until destruction.
+class ConsumerLinks {
+ public:
+  ConsumerLinks(kube::Client& provider, const StreamServerOptions& base)
+      : provider_(provider), base_(base) {}
+  ~ConsumerLinks() {
+    if (thread_.joinable()) {
+      thread_.request_stop();
+      {
+        base::MutexLock l(mu_);
+        cv_.notify_all();
+      }
+      thread_.join();
+    }
+  }
+
+  void sessionStarted(const std::string& consumerId) {
+    base::MutexLock l(mu_);
+    Link& k = links_[consumerId];
+    ++k.live;
+    k.marked = false;
+  }
+
+  void sessionEnded(const std::string& consumerId) {
+    base::MutexLock l(mu_);
+    Link& k = links_[consumerId];
+    if (k.live > 0) --k.live;
+    k.endedAt = std::chrono::steady_clock::now();
+    if (!thread_.joinable()) {
+      thread_ = std::jthread([this](std::stop_token st) { watch(st); });
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  struct Link {
+    int live = 0;
+    bool marked = false;
+    std::chrono::steady_clock::time_point endedAt{};
+  };
+
+  std::chrono::milliseconds grace() const {
+    if (base_.unreachableGrace.count() > 0) return base_.unreachableGrace;
+    const int64_t dead = base_.deadAfter.count() > 0
+                             ? base_.deadAfter.count()
+                             : std::max<int64_t>(5 * base_.keepaliveInterval.count(), 3000);
+    return std::chrono::milliseconds(dead);
+  }
+
+  void watch(std::stop_token st) {
+    base::UniqueLock l(mu_);
+    while (!st.stop_requested()) {
+      cv_.wait_for(l, std::chrono::milliseconds(200));
+      if (st.stop_requested()) break;
+      const auto now = std::chrono::steady_clock::now();
+      std::vector<std::string> due;
+      for (const auto& [id, k] : links_) {
+        if (k.live == 0 && !k.marked && now - k.endedAt >= grace()) due.push_back(id);
+      }
+      for (const std::string& id : due) {
+        l.unlock();
+        ProviderApplier applier(provider_, NamespaceMapping(id, NamingStrategy::SameName),
+                                base_.podSecurity, json::object(), base_.translateAddress);
+        kube::Result<int> n = applier.markEndpointsNotReady();
+        l.lock();
+        if (!n.ok()) {
+          spdlog::warn("event=consumer_endpoints_not_marked consumer={} error=\"{}\"", id,
+                       n.error().message);
+          continue;  // tried again on the next round
+        }
+        Link& k = links_[id];
+        if (k.live == 0) k.marked = true;
+        spdlog::info("event=consumer_endpoints_not_ready consumer={} slices={}", id, *n);
+      }
+    }
+  }
+
+  kube::Client& provider_;
+  const StreamServerOptions base_;
+  base::Mutex mu_;
+  std::condition_variable_any cv_;
+  std::map<std::string, Link> links_ GUARDED_BY(mu_);
+  std::jthread thread_;  // last: stopped and joined before the rest goes
+};
+
+}  // namespace
+
 peering::ProviderService::StreamHandler makeProviderStreamHandler(
     kube::Client& provider, peering::ProviderService& service, StreamServerOptions base) {
   // Per consumer, for as long as the handler lives: which Events its streams carried.
@@ -479,6 +580,7 @@ peering::ProviderService::StreamHandler makeProviderStreamHandler(
     std::map<std::string, const PodUsage*> byConsumer GUARDED_BY(mu);
   };
   auto usages = std::make_shared<Usages>();
+  auto links = std::make_shared<ConsumerLinks>(provider, base);
   service.setUsageSource(
       [usages](const std::string& consumerId) -> std::optional<peering::ResourceMap> {
         base::MutexLock lock(usages->mu);
@@ -488,7 +590,7 @@ peering::ProviderService::StreamHandler makeProviderStreamHandler(
         for (const char* r : {"cpu", "memory", "pods"}) used.try_emplace(r);
         return used;
       });
-  return [&provider, &service, base, ledgers, usages](const peering::Caller& caller,
+  return [&provider, &service, base, ledgers, usages, links](const peering::Caller& caller,
                                               peering::EventStream& s) -> kube::Status {
     StreamServerOptions o = base;
     o.consumerId = caller.clusterId;
@@ -516,7 +618,9 @@ peering::ProviderService::StreamHandler makeProviderStreamHandler(
       }
     };
     StreamServer server(provider, std::move(o));
+    links->sessionStarted(caller.clusterId);
     kube::Status st = server.serve(s);
+    links->sessionEnded(caller.clusterId);
     StreamCounters c = server.counters();
     spdlog::info("event=stream_session_ended consumer={} messages_in={} bytes_in={} "
                  "messages_out={} bytes_out={} applies={} deletes={} errors={}",

@@ -21,11 +21,17 @@
 //    consumer did not list (ProviderApplier::deleteOrphans), then the ConfigMaps, Secrets
 //    and ServiceAccounts no remaining Pod uses whose origin is neither listed nor applied
 //    on this stream (deleteOrphanDependencies);
+//  - after RESYNC_DONE likewise deletes this consumer's EndpointSlices and Services whose
+//    origin the consumer did not list (it lists the ones it still reflects);
 //  - DELETE of kind Namespace: deletes that namespace if it was created for this consumer
 //    (ProviderApplier::removeNamespace), never another one;
 //  - sends KEEPALIVE every keepaliveInterval and ends the stream when nothing arrived from
 //    the consumer for deadAfter (a silent partition).
 // serve() returns when the stream ends, with informers stopped and every thread joined.
+// makeProviderStreamHandler also watches each consumer's streams: when none has been up for
+// unreachableGrace, the EndpointSlices it reflected are marked not ready (ready=false,
+// serving=false) so that the provider's Services stop sending traffic into a dead link;
+// nothing is deleted, and the consumer's resync after the heal re-applies them.
 //
 // Thread-safe: counters() from any thread while serve() runs.
 
@@ -41,6 +47,7 @@
 #include "peering/provider.h"
 #include "peering/transport.h"
 #include "reflection/namespace_mapping.h"
+#include "reflection/provider_applier.h"
 #include "reflection/sent_events.h"
 #include "reflection/stream_messages.h"
 
@@ -71,6 +78,13 @@ struct StreamServerOptions {
   // Told (live true) once the session's count of the consumer's Pod requests is complete
   // (after the initial list), and (live false) before it goes. Optional.
   std::function<void(const PodUsage& usage, bool live)> onUsage;
+  // The consumer's endpoint addresses as this provider reaches them (ProviderApplier).
+  // Optional: identity. The agent wires the tunnel's negotiated remap of the consumer's
+  // pod CIDR here.
+  EndpointAddressTranslator translateAddress;
+  // A consumer with no stream for this long gets the endpoints it reflected marked not
+  // ready (makeProviderStreamHandler). 0: deadAfter (5 x keepaliveInterval, at least 3 s).
+  std::chrono::milliseconds unreachableGrace{0};
 };
 
 class StreamServer {
