@@ -8,6 +8,7 @@ void addMiniclusterCommand(CLI::App& app);
 void addAgentCommand(CLI::App& app);
 void addPeeringCommands(CLI::App& app);  // token, peer, unpeer, status
 void addGatewayCommand(CLI::App& app);
+void addFabricCommand(CLI::App& app);  // strait fabric: the per-node routes of the network fabric
 void addOffloadCommands(CLI::App& app);  // offload, unoffload
 void addDemoCommand(CLI::App& app);  // strait demo
 void addAgnhostCommand(CLI::App& app);  // agnhost netexec, agnhost serve-hostname

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   addAgentCommand(app);
   addPeeringCommands(app);
   addGatewayCommand(app);
+  addFabricCommand(app);
   addOffloadCommands(app);
   addDemoCommand(app);
   addAgnhostCommand(app);
