@@ -64,6 +64,20 @@ NetnsLab::~NetnsLab() {
   // Deleting a namespace removes the veth end inside it (and so its peer).
   e2e::runCommand({"ip", "netns", "del", a_});
   e2e::runCommand({"ip", "netns", "del", b_});
+  for (const std::string& ns : extra_) e2e::runCommand({"ip", "netns", "del", ns});
+}
+
+std::string NetnsLab::addNamespace(const std::string& suffix) {
+  std::string ns = tag_ + suffix;
+  e2e::CommandResult r = e2e::runCommand({"ip", "netns", "add", ns});
+  if (r.exitCode != 0) {
+    ADD_FAILURE() << "ip netns add " << ns << ": " << r.describe();
+    return "";
+  }
+  extra_.push_back(ns);
+  r = e2e::runCommand({"ip", "-n", ns, "link", "set", "lo", "up"});
+  if (r.exitCode != 0) ADD_FAILURE() << "lo up in " << ns << ": " << r.describe();
+  return ns;
 }
 
 e2e::CommandResult NetnsLab::exec(const std::string& ns, const std::vector<std::string>& argv,

@@ -26,6 +26,9 @@ class NetnsLab {
   // Why the lab cannot run here ("" if it can): not root, or a tool missing.
   static std::string unavailableReason();
 
+  // Creates one more namespace, named with the lab's tag and `suffix`, deleted with the
+  // others. Returns its name, or "" after adding a test failure saying what went wrong.
+  std::string addNamespace(const std::string& suffix);
   // Runs argv inside namespace `ns` and waits.
   e2e::CommandResult exec(const std::string& ns, const std::vector<std::string>& argv,
                           std::chrono::milliseconds timeout = std::chrono::seconds(60));
@@ -44,6 +47,7 @@ class NetnsLab {
 
  private:
   std::string tag_, a_, b_;
+  std::vector<std::string> extra_;  // addNamespace()
   e2e::TempDir dir_;
   bool created_ = false;
   std::vector<std::unique_ptr<e2e::BackgroundProcess>> processes_;
