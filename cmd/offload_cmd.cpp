@@ -33,6 +33,8 @@ struct OffloadFlags {
   std::string kubeconfig;
   std::string remoteName;
   std::string naming = "default";
+  std::string strategy = "LocalAndRemote";
+  std::string selector;
   bool force = false;
 };
 
@@ -48,9 +50,15 @@ int runOffload(const OffloadFlags& f) {
     std::cerr << "error: --naming: " << naming.error().message << "\n";
     return kExitUsage;
   }
+  kube::Result<reflection::PodOffloadingStrategy> strategy =
+      reflection::parsePodOffloadingStrategy(f.strategy);
+  if (!strategy.ok()) {
+    std::cerr << "error: --pod-offloading-strategy: " << strategy.error().message << "\n";
+    return kExitUsage;
+  }
   auto client = clientFor(f.kubeconfig);
   if (!client.ok()) return failWith(client.error().message);
-  vnode::OffloadRequest req{f.ns, f.remoteName, *naming};
+  vnode::OffloadRequest req{f.ns, f.remoteName, *naming, *strategy, f.selector};
   auto lines = vnode::offloadNamespace(**client, req);
   if (!lines.ok()) return failWith(lines.error().message);
   for (const std::string& l : *lines) std::cout << l << "\n";
@@ -82,6 +90,15 @@ void addOffloadCommands(CLI::App& app) {
                   "remote namespace names: default (<ns>-<consumer-id>) or same")
       ->capture_default_str()
       ->check(CLI::IsMember({"default", "same"}));
+  ons->add_option("--pod-offloading-strategy", of->strategy,
+                  "where the namespace's pods may run: LocalAndRemote (home or virtual nodes), "
+                  "Remote (virtual nodes only) or Local (home only; no pod offloaded)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"LocalAndRemote", "Remote", "Local"}));
+  ons->add_option("--selector", of->selector,
+                  "only virtual nodes whose labels match this label selector (e.g. "
+                  "topology.kubernetes.io/region=eu-west, or a label given with `strait peer "
+                  "--label`), instead of --remote-name");
   ons->add_flag("--force", of->force,
                 "offload even a system namespace (kube-system, kube-public, kube-node-lease, "
                 "strait-system)");

@@ -3,11 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include <fstream>
+#include <map>
 #include <iostream>
 #include <sstream>
 
 #include "cmd/cli_util.h"
 #include "cmd/commands.h"
+#include "kube/validation.h"
 #include "peering/operations.h"
 
 namespace strait::cmd {
@@ -71,7 +73,35 @@ struct PeerFlags {
   std::vector<std::string> resources;
   std::string timeout = "60s";
   std::string mode = "push";
+  std::vector<std::string> labels;
 };
+
+// The --label KEY=VALUE flags as a map. Error naming the flag value: not KEY=VALUE, an
+// invalid key or value, a key given twice, or a key the virtual node sets itself.
+kube::Result<std::map<std::string, std::string>> parseVirtualNodeLabels(
+    const std::vector<std::string>& flags) {
+  std::map<std::string, std::string> out;
+  for (const std::string& f : flags) {
+    auto refuse = [&](const std::string& why) {
+      return kube::makeError(kube::Code::Invalid, "--label \"" + f + "\": " + why);
+    };
+    const size_t eq = f.find('=');
+    if (eq == std::string::npos) return refuse("expected KEY=VALUE");
+    const std::string key = f.substr(0, eq);
+    const std::string value = f.substr(eq + 1);
+    if (auto p = kube::validateLabelKey(key); !p.empty()) return refuse("key: " + p.front());
+    if (auto p = kube::validateLabelValue(value); !p.empty()) return refuse("value: " + p.front());
+    const bool reserved = key == "type" || key.rfind("strait.io/", 0) == 0 ||
+                          key.rfind("kubernetes.io/", 0) == 0 ||
+                          key.rfind("node.kubernetes.io/", 0) == 0;
+    if (reserved) {
+      return refuse("the virtual node sets " + key +
+                    " itself (type, kubernetes.io/*, node.kubernetes.io/*, strait.io/*)");
+    }
+    if (!out.emplace(key, value).second) return refuse("key given twice");
+  }
+  return out;
+}
 
 // The token in `path` (surrounding whitespace dropped), so that it never shows in `ps`.
 // Error names the file: unreadable, empty, or more than one token in it.
@@ -106,10 +136,13 @@ int runPeer(const PeerFlags& f) {
   for (const std::string& r : f.resources) resources += "," + r;
   auto requested = peering::parseResourceArg(resources);
   if (!requested.ok()) return usage(requested.error().message);
+  auto labels = parseVirtualNodeLabels(f.labels);
+  if (!labels.ok()) return usage(labels.error().message);
   auto consumer = clientFor(f.kubeconfig);
   if (!consumer.ok()) return fail(consumer.error().message);
   peering::PeerRequest req;
   req.requested = *requested;
+  req.virtualNodeLabels = std::move(*labels);
   req.timeout = *timeout;
   req.pull = f.mode == "pull";
   if (!f.remoteKubeconfig.empty()) {
@@ -257,6 +290,11 @@ void addPeeringCommands(CLI::App& app) {
                    "with `strait token --mode pull`)")
       ->capture_default_str()
       ->check(CLI::IsMember({"push", "pull"}));
+  peer->add_option("--label", pf->labels,
+                   "KEY=VALUE label of the provider's virtual node (repeatable), e.g. "
+                   "tier=gpu or topology.kubernetes.io/region=eu-west; namespaces may be "
+                   "offloaded to the virtual nodes it selects (`strait offload namespace "
+                   "--selector`)");
   peer->callback([pf] { setExitCode(runPeer(*pf)); });
 
   auto uf = std::make_shared<UnpeerFlags>();

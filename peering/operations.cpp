@@ -211,6 +211,7 @@ kube::Result<PeerResult> requestPeering(kube::Client& consumer, const PeerReques
   fc["spec"]["tokenSecretRef"] = tokenSecret;
   if (req.pull) fc["spec"]["mode"] = kModePull;
   fc["spec"]["requested"] = kube::formatResourceList(req.requested);
+  if (!req.virtualNodeLabels.empty()) fc["spec"]["virtualNodeLabels"] = req.virtualNodeLabels;
   kube::Result<json> created = consumer.create(kForeignClusters, "", fc);
   if (!created.ok()) {
     (void)consumer.remove(kube::resources::kSecrets, kSys, tokenSecret);

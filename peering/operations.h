@@ -4,6 +4,7 @@
 // Each function blocks until done or its timeout; call from one thread.
 
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -32,6 +33,9 @@ struct PeerRequest {
   ResourceMap requested;        // cpu, memory, pods, extended resources
   std::chrono::milliseconds timeout{60000};
   bool pull = false;            // pull mode: the provider agent dials the consumer agent
+  // Extra labels of the provider's virtual node (spec.virtualNodeLabels of the
+  // ForeignCluster), e.g. for namespaces offloaded by a selector. Validated by the caller.
+  std::map<std::string, std::string> virtualNodeLabels;
 };
 
 struct PeerResult {

@@ -40,6 +40,17 @@ reflection::NamingStrategy NamespaceOffloads::naming(std::string_view localNs) c
   return it == naming_.end() ? fallback_ : it->second;
 }
 
+reflection::PodOffloadingStrategy NamespaceOffloads::strategy(std::string_view localNs) const {
+  base::MutexLock l(mu_);
+  auto it = strategy_.find(localNs);
+  return it == strategy_.end() ? reflection::PodOffloadingStrategy::LocalAndRemote : it->second;
+}
+
+bool NamespaceOffloads::offloaded(const std::string& localNs) const {
+  base::MutexLock l(mu_);
+  return offloaded_.count(localNs) > 0;
+}
+
 void NamespaceOffloads::observe(const json& nsObj, bool deleted) {
   const std::string name = kube::getName(nsObj);
   if (name.empty()) return;
@@ -50,10 +61,19 @@ void NamespaceOffloads::observe(const json& nsObj, bool deleted) {
     base::MutexLock l(mu_);
     if (here) {
       naming_[name] = o.naming;
-      offloaded_.insert(name);
-      return;
+      strategy_[name] = o.strategy;
+      if (!offloaded_.insert(name).second || !onOffloaded_) return;
+    } else {
+      strategy_.erase(name);
+      if (!offloaded_.erase(name)) return;
     }
-    if (!offloaded_.erase(name)) return;
+  }
+  if (here) {
+    onOffloaded_(name);
+    return;
+  }
+  {
+    base::MutexLock l(mu_);
     auto it = naming_.find(name);
     released = it == naming_.end() ? fallback_ : it->second;
   }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "kube/object.h"
+#include "kube/selector.h"
 #include "peering/foreign_cluster.h"
 #include "peering/names.h"
 #include "vnode/node_builder.h"
@@ -51,8 +52,29 @@ Offloading offloadingOf(const json& ns) {
   kube::Result<reflection::NamingStrategy> n =
       reflection::parseNamingStrategy(annotation(ns, kAnnotationNamespaceNaming));
   if (n.ok()) o.naming = *n;
+  kube::Result<reflection::PodOffloadingStrategy> st = reflection::parsePodOffloadingStrategy(
+      annotation(ns, reflection::kAnnotationPodOffloadingStrategy));
+  if (st.ok()) o.strategy = *st;
+  o.selector = annotation(ns, reflection::kAnnotationOffloadSelector);
   return o;
 }
+
+namespace {
+
+// Where the Pods of a namespace offloaded as `o` may run, in words.
+std::string placementRule(const Offloading& o) {
+  using reflection::PodOffloadingStrategy;
+  if (o.strategy == PodOffloadingStrategy::Local) {
+    return "no pod is offloaded: pods run on this cluster's nodes only";
+  }
+  std::string where = !o.provider.empty()  ? "the virtual node of provider " + o.provider
+                      : !o.selector.empty() ? "virtual nodes matching " + o.selector
+                                            : std::string("any virtual node");
+  if (o.strategy == PodOffloadingStrategy::Remote) return "pods run only on " + where;
+  return "pods may run on this cluster's nodes or on " + where;
+}
+
+}  // namespace
 
 kube::Result<std::vector<std::string>> podsOnVirtualNodes(kube::Client& c, const std::string& ns) {
   kube::ListOptions nodeSel;
@@ -82,6 +104,29 @@ kube::Result<std::vector<std::string>> offloadNamespace(kube::Client& c,
     }
     return ns.error();
   }
+  if (!req.provider.empty() && !req.selector.empty()) {
+    return kube::makeError(kube::Code::Invalid,
+                           "choose the providers either by name (--remote-name) or by their "
+                           "labels (--selector), not both");
+  }
+  if (req.strategy == reflection::PodOffloadingStrategy::Local &&
+      (!req.provider.empty() || !req.selector.empty())) {
+    return kube::makeError(kube::Code::Invalid,
+                           "--pod-offloading-strategy Local offloads no pod: --remote-name and "
+                           "--selector have nothing to choose");
+  }
+  if (!req.selector.empty()) {
+    kube::Result<kube::LabelSelector> sel = kube::LabelSelector::parse(req.selector);
+    if (!sel.ok()) {
+      return kube::makeError(kube::Code::Invalid,
+                             "--selector \"" + req.selector + "\": " + sel.error().message);
+    }
+    if (sel->empty()) {
+      return kube::makeError(kube::Code::Invalid,
+                             "--selector \"" + req.selector + "\" selects every virtual node; "
+                             "omit it to offload to every provider");
+    }
+  }
   if (!req.provider.empty()) {
     kube::Result<std::set<std::string>> names = providerNames(c);
     if (!names.ok()) return names.error();
@@ -104,24 +149,72 @@ kube::Result<std::vector<std::string>> offloadNamespace(kube::Client& c,
                                  "\"; unoffload it first");
     }
   }
-  json patch = {{"metadata",
-                 {{"labels", {{std::string(kLabelOffloaded), "true"}}},
-                  {"annotations",
-                   {{std::string(kAnnotationOffloadProviders),
-                     req.provider.empty() ? json(nullptr) : json(req.provider)},
-                    {std::string(kAnnotationNamespaceNaming),
-                     reflection::namingStrategyName(req.naming)}}}}}};
+  Offloading after;
+  after.offloaded = true;
+  after.provider = req.provider;
+  after.naming = req.naming;
+  after.strategy = req.strategy;
+  after.selector = req.selector;
+  // A rule that changes for a namespace already offloaded: count what keeps its place.
+  const bool ruleChanged = before.offloaded && (before.strategy != after.strategy ||
+                                                before.provider != after.provider ||
+                                                before.selector != after.selector);
+  std::vector<std::string> lines;
+  if (ruleChanged) {
+    kube::Result<std::vector<std::string>> remote = podsOnVirtualNodes(c, req.ns);
+    if (!remote.ok()) return remote.error();
+    kube::Result<json> pods = c.list(res::kPods, req.ns);
+    if (!pods.ok()) return pods.error();
+    size_t placed = 0;
+    for (const json& p : pods->value("items", json::array())) {
+      const std::string phase = p.value("/status/phase"_json_pointer, std::string());
+      if (!p.value("/spec/nodeName"_json_pointer, std::string()).empty() &&
+          phase != "Succeeded" && phase != "Failed") {
+        ++placed;
+      }
+    }
+    lines.push_back("rule changed from \"" + placementRule(before) + "\" to \"" +
+                    placementRule(after) + "\"");
+    lines.push_back("it applies to pods created from now on; running pods are not moved (" +
+                    std::to_string(remote->size()) + " on virtual nodes, " +
+                    std::to_string(placed - std::min(placed, remote->size())) +
+                    " on this cluster's nodes): delete them or restart their workload to "
+                    "place them under the new rule");
+  }
+  const bool defaultStrategy =
+      req.strategy == reflection::PodOffloadingStrategy::LocalAndRemote;
+  json patch = {
+      {"metadata",
+       {{"labels", {{std::string(kLabelOffloaded), "true"}}},
+        {"annotations",
+         {{std::string(kAnnotationOffloadProviders),
+           req.provider.empty() ? json(nullptr) : json(req.provider)},
+          {std::string(kAnnotationNamespaceNaming), reflection::namingStrategyName(req.naming)},
+          {std::string(reflection::kAnnotationPodOffloadingStrategy),
+           defaultStrategy ? json(nullptr)
+                           : json(reflection::podOffloadingStrategyName(req.strategy))},
+          {std::string(reflection::kAnnotationOffloadSelector),
+           req.selector.empty() ? json(nullptr) : json(req.selector)}}}}}};
   kube::Result<json> r = c.patch(res::kNamespaces, "", req.ns, kube::PatchType::Merge, patch);
   if (!r.ok()) return r.error();
-  spdlog::info("event=namespace_offloaded namespace={} provider={} naming={}", req.ns,
-               req.provider.empty() ? "*" : req.provider,
-               reflection::namingStrategyName(req.naming));
-  return std::vector<std::string>{
-      "namespace " + req.ns + " offloaded to " +
-      (req.provider.empty() ? std::string("every peered provider")
-                            : "provider " + req.provider) +
-      " (naming " + reflection::namingStrategyName(req.naming) + ")",
-      "new pods in " + req.ns + " tolerate the virtual node taint and may be scheduled there"};
+  spdlog::info(
+      "event=namespace_offloaded namespace={} provider={} selector=\"{}\" strategy={} naming={}",
+      req.ns, req.provider.empty() ? "*" : req.provider, req.selector,
+      reflection::podOffloadingStrategyName(req.strategy),
+      reflection::namingStrategyName(req.naming));
+  lines.insert(lines.begin(),
+               "namespace " + req.ns + " offloaded (strategy " +
+                   reflection::podOffloadingStrategyName(req.strategy) + ", naming " +
+                   reflection::namingStrategyName(req.naming) + "): " + placementRule(after));
+  if (req.strategy == reflection::PodOffloadingStrategy::Local) {
+    lines.push_back("new pods in " + req.ns +
+                    " stay on this cluster; its services and configuration may still be "
+                    "reflected to the providers");
+  } else {
+    lines.push_back("new pods in " + req.ns +
+                    " tolerate the virtual node taint and may be scheduled there");
+  }
+  return lines;
 }
 
 kube::Result<std::vector<std::string>> unoffloadNamespace(kube::Client& c,
@@ -148,7 +241,9 @@ kube::Result<std::vector<std::string>> unoffloadNamespace(kube::Client& c,
                  {{"labels", {{std::string(kLabelOffloaded), nullptr}}},
                   {"annotations",
                    {{std::string(kAnnotationOffloadProviders), nullptr},
-                    {std::string(kAnnotationNamespaceNaming), nullptr}}}}}};
+                    {std::string(kAnnotationNamespaceNaming), nullptr},
+                    {std::string(reflection::kAnnotationPodOffloadingStrategy), nullptr},
+                    {std::string(reflection::kAnnotationOffloadSelector), nullptr}}}}}};
   kube::Result<json> r = c.patch(res::kNamespaces, "", req.ns, kube::PatchType::Merge, patch);
   if (!r.ok()) return r.error();
   for (const std::string& key : *running) {

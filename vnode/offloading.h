@@ -7,6 +7,11 @@
 //   annotation  strait.io/offload-providers=NAME  only this provider's virtual node (a
 //                                                 ForeignCluster name); absent = any provider
 //   annotation  strait.io/namespace-naming=default|same   remote namespace naming
+//   annotation  strait.io/pod-offloading-strategy=LocalAndRemote|Remote|Local
+//   annotation  strait.io/offload-selector=SELECTOR       only virtual nodes whose labels
+//                                                 match (instead of one provider name)
+// (the strategy and selector: reflection/offloading_strategy.h; the node affinity they give
+// offloaded Pods: offloading_affinity.h)
 //
 // `strait offload namespace NS` sets them; `strait unoffload namespace NS` removes them after
 // checking no Pod of the namespace runs on a virtual node (or, with force, deleting those
@@ -22,6 +27,7 @@
 #include "kube/client.h"
 #include "peering/names.h"
 #include "reflection/namespace_mapping.h"
+#include "reflection/offloading_strategy.h"
 
 namespace strait::vnode {
 
@@ -34,21 +40,30 @@ struct Offloading {
   bool offloaded = false;
   std::string provider;  // "" = any provider
   reflection::NamingStrategy naming = reflection::NamingStrategy::Default;
+  reflection::PodOffloadingStrategy strategy = reflection::PodOffloadingStrategy::LocalAndRemote;
+  std::string selector;  // label selector on the virtual nodes' labels; "" = none
 };
 
-// Reads a Namespace object (malformed or unknown values: not offloaded / default naming).
+// Reads a Namespace object (malformed or unknown values: not offloaded / default naming /
+// LocalAndRemote; a selector is returned as written, offloading_affinity.h copes with a bad
+// one).
 Offloading offloadingOf(const nlohmann::json& ns);
 
 struct OffloadRequest {
   std::string ns;
   std::string provider;  // --remote-name; "" = any
   reflection::NamingStrategy naming = reflection::NamingStrategy::Default;
+  reflection::PodOffloadingStrategy strategy = reflection::PodOffloadingStrategy::LocalAndRemote;
+  std::string selector;  // --selector on the virtual nodes' labels; "" = none
 };
 
 // Marks namespace `req.ns` offloaded (it must exist: NotFound otherwise; a provider name
-// that no ForeignCluster with role Provider has: NotFound naming it). Changing the naming of
-// a namespace that already has Pods on a virtual node is refused (Conflict), since their
-// remote copies live under the old name. Returns lines to print.
+// that no ForeignCluster with role Provider has: NotFound naming it). Invalid: both a
+// provider and a selector, a selector that does not parse, or Local with a provider or
+// selector (Local offloads no Pod). Changing the naming of a namespace that already has Pods
+// on a virtual node is refused (Conflict), since their remote copies live under the old
+// name. Changing the strategy, provider or selector moves no running Pod: the lines say so
+// and count the Pods that keep their place. Returns lines to print.
 kube::Result<std::vector<std::string>> offloadNamespace(kube::Client& consumer,
                                                         const OffloadRequest& req);
 

@@ -5,6 +5,7 @@
 #include "peering/names.h"
 #include "reflection/pod_forge.h"
 #include "vnode/node_builder.h"
+#include "vnode/offloading_affinity.h"
 
 namespace strait::vnode {
 
@@ -35,49 +36,18 @@ bool tolerates(const json& spec, const std::string& taintKey, const std::string&
   return false;
 }
 
-// spec.affinity with the required node terms restricted to `nodeName` or real nodes.
-json restrictedAffinity(const json& spec, const std::string& nodeName) {
-  json affinity = spec.contains("affinity") && spec["affinity"].is_object() ? spec["affinity"]
-                                                                           : json::object();
-  json& na = affinity["nodeAffinity"];
-  if (!na.is_object()) na = json::object();
-  json& req = na["requiredDuringSchedulingIgnoredDuringExecution"];
-  if (!req.is_object()) req = json::object();
-  json existing = req.contains("nodeSelectorTerms") && req["nodeSelectorTerms"].is_array() &&
-                          !req["nodeSelectorTerms"].empty()
-                      ? req["nodeSelectorTerms"]
-                      : json::array({json::object()});
-  const json realNode = {{"key", std::string(peering::kLabelRemoteCluster)},
-                         {"operator", "DoesNotExist"}};
-  const json thisVnode = {{"key", "kubernetes.io/hostname"},
-                          {"operator", "In"},
-                          {"values", json::array({nodeName})}};
-  json terms = json::array();
-  for (const json& t : existing) {
-    for (const json& extra : {realNode, thisVnode}) {
-      json term = t.is_object() ? t : json::object();
-      if (!term.contains("matchExpressions") || !term["matchExpressions"].is_array()) {
-        term["matchExpressions"] = json::array();
-      }
-      term["matchExpressions"].push_back(extra);
-      terms.push_back(std::move(term));
-    }
-  }
-  req["nodeSelectorTerms"] = std::move(terms);
-  return affinity;
-}
-
 }  // namespace
 
 json tolerationPatch(const json& pod, const Offloading& o, const TolerationWebhookConfig& c) {
   json ops = json::array();
   const json* spec = childObject(pod, "spec");
   if (!o.offloaded || !spec || reflection::isDaemonSetPod(pod)) return ops;
+  const bool toVirtualNodes = reflection::offloadsPods(o.strategy);
   json missing = json::array();
-  if (!c.taintEffect.empty() && !tolerates(*spec, c.taintKey, c.taintEffect)) {
+  if (toVirtualNodes && !c.taintEffect.empty() && !tolerates(*spec, c.taintKey, c.taintEffect)) {
     missing.push_back({{"key", c.taintKey}, {"operator", "Exists"}, {"effect", c.taintEffect}});
   }
-  if (c.tolerateNetworkUnavailable &&
+  if (toVirtualNodes && c.tolerateNetworkUnavailable &&
       !tolerates(*spec, kNetworkUnavailableTaint, "NoSchedule")) {
     missing.push_back(
         {{"key", kNetworkUnavailableTaint}, {"operator", "Exists"}, {"effect", "NoSchedule"}});
@@ -90,10 +60,8 @@ json tolerationPatch(const json& pod, const Offloading& o, const TolerationWebho
       ops.push_back({{"op", "add"}, {"path", "/spec/tolerations/-"}, {"value", std::move(tol)}});
     }
   }
-  if (!o.provider.empty()) {
-    ops.push_back({{"op", "add"},
-                   {"path", "/spec/affinity"},
-                   {"value", restrictedAffinity(*spec, virtualNodeName(o.provider))}});
+  if (std::optional<json> affinity = offloadingAffinity(*spec, o)) {
+    ops.push_back({{"op", "add"}, {"path", "/spec/affinity"}, {"value", std::move(*affinity)}});
   }
   return ops;
 }

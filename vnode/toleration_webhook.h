@@ -7,11 +7,10 @@
 //    whose peering has no tunnel says NetworkUnavailable=True, which the node lifecycle
 //    controller turns into that taint; offloaded Pods still run in the provider then (their
 //    traffic does not cross), so they tolerate it;
-//  - when the offloading names one provider, a required node affinity restricting the Pod
-//    to that provider's virtual node or to real nodes: every existing required term T
-//    becomes two terms, T + "strait.io/remote-cluster-id DoesNotExist" and
-//    T + "kubernetes.io/hostname In [strait-<provider>]" (terms are ORed, expressions ANDed,
-//    so the Pod's own constraints still hold).
+//  - the required node affinity of the namespace's strategy, provider or selector
+//    (offloading_affinity.h): e.g. one provider's virtual node or real nodes; only virtual
+//    nodes (Remote); only real nodes (Local).
+// Under the Local strategy neither toleration is added: the Pods stay home.
 // DaemonSet Pods are never mutated (they never run on a virtual node). Every answer allows
 // the request: the webhook only adds, it never refuses (and is installed with
 // failurePolicy Ignore, so Strait being down never blocks Pod creation).

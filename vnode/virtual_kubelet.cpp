@@ -4,10 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include "kube/object.h"
+#include "kube/validation.h"
+#include "peering/foreign_cluster.h"
 #include "reflection/consumer_reflection.h"
 #include "vnode/capacity.h"
 #include "vnode/kubelet_server.h"
 #include "vnode/namespace_offloads.h"
+#include "vnode/node_builder.h"
 #include "vnode/node_controller.h"
 #include "vnode/serving_cert.h"
 #include "vnode/stream_health.h"
@@ -61,9 +64,11 @@ kube::Status VirtualKubelet::start() {
     no.node.kubeletPort = kubelet_->port();
   }
   no.node.taintEffect = opts_.taintEffect;
+  no.node.extraLabels = virtualNodeLabels(peering->providerName());
   no.pollInterval = opts_.nodePollInterval;
   no.grant = [peering] { return peering->grant(); };
   no.provider = [peering] { return peering->summary(); };
+  no.tunnel = [peering] { return peering->tunnel(); };
   health_ = std::make_unique<StreamHealth>(opts_.streamGrace);
   no.health = health_.get();
   if (kube::Status s = validateConfig(no.node); !s.ok()) return s;
@@ -73,13 +78,32 @@ kube::Status VirtualKubelet::start() {
   ro.nodeName = nodeName_;
   ro.nodeAddress = opts_.nodeAddress;
   ro.nodeLabelKeys = virtualNodeOwnLabelKeys();
+  // Labels given at peering exist on the virtual node only: selectors on them chose the
+  // provider and mean nothing to its nodes.
+  for (const auto& [k, v] : no.node.extraLabels) ro.nodeLabelKeys.insert(k);
   ro.mapping = mapping;
   ro.namespacesSynced = [offloads] { return offloads->hasSynced(); };
+  ro.offloaded = [offloads](const std::string& ns) { return offloads->offloaded(ns); };
+  ro.virtualNodeSelector = std::string(kLabelType) + "=" + std::string(kTypeVirtualKubelet);
+  ro.providerUnreachable = [health = health_.get()] {
+    const Readiness r = health->readiness();
+    return !r.ready && r.reason == "ReflectionStreamDown";
+  };
+  ro.onServiceCounts = [this, fc = peering->providerName()](
+                           const reflection::ServiceReflectionCounts& c) {
+    // Shown per peering by `strait status`.
+    peering::patchForeignClusterStatus(
+        local_, fc,
+        {{"reflection",
+          {{"services", c.services}, {"endpointSlices", c.endpointSlices},
+           {"conflicts", c.conflicts}}}});
+  };
   ro.open = [peering]() -> kube::Result<std::unique_ptr<peering::EventStream>> {
     std::shared_ptr<peering::RpcClient> rpc = peering->rpc();  // the current certificate
     if (!rpc) return kube::makeError(kube::Code::Unavailable, "no client for the provider yet");
     return rpc->openStream();
   };
+  ro.mapPodIp = [peering](const std::string& ip) { return peering->localPodIp(ip); };
   ro.doesNotFit = [peering](const nlohmann::json& pod) {
     return doesNotFitReason(podRequests(pod), peering->summary());
   };
@@ -93,6 +117,8 @@ kube::Status VirtualKubelet::start() {
   reflection_ = std::make_unique<reflection::ConsumerReflection>(local_, std::move(ro));
 
   reflection::ConsumerReflection* reflection = reflection_.get();
+  namespaces_->setOnOffloaded(
+      [reflection](const std::string& ns) { reflection->namespaceOffloaded(ns); });
   namespaces_->start([reflection, mapping](const std::string& ns,
                                            reflection::NamingStrategy naming) {
     kube::Result<std::string> remote =
@@ -105,6 +131,29 @@ kube::Status VirtualKubelet::start() {
   spdlog::info("event=virtual_kubelet_started node={} provider={} address={} kubelet_port={}",
                nodeName_, peering->providerId(), opts_.nodeAddress, no.node.kubeletPort);
   return kube::Status::OK();
+}
+
+std::map<std::string, std::string> VirtualKubelet::virtualNodeLabels(
+    const std::string& providerName) {
+  std::map<std::string, std::string> out;
+  kube::Result<json> fc = local_.get(peering::kForeignClusters, "", providerName);
+  if (!fc.ok()) {
+    spdlog::warn("event=virtual_node_labels_unread node={} error=\"{}\"", nodeName_,
+                 fc.error().message);
+    return out;
+  }
+  const json labels = fc->value("/spec/virtualNodeLabels"_json_pointer, json::object());
+  if (!labels.is_object()) return out;
+  for (const auto& [k, v] : labels.items()) {
+    if (!v.is_string() || !kube::validateLabelKey(k).empty() ||
+        !kube::validateLabelValue(v.get<std::string>()).empty()) {
+      spdlog::warn("event=virtual_node_label_ignored node={} key=\"{}\" reason=invalid",
+                   nodeName_, k);
+      continue;
+    }
+    out[k] = v.get<std::string>();
+  }
+  return out;
 }
 
 kube::Status VirtualKubelet::startKubeletServer() {

@@ -15,6 +15,7 @@
 // one thread (the manager's); callbacks from the stream's and informer's threads.
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -75,6 +76,9 @@ class VirtualKubelet {
   uint64_t resyncs() const;
 
  private:
+  // spec.virtualNodeLabels of the provider's ForeignCluster (`strait peer --label`); empty
+  // when it cannot be read (logged).
+  std::map<std::string, std::string> virtualNodeLabels(const std::string& providerName);
   // Serving certificate by CSR, then the kubelet API server on nodeAddress:kubeletPort.
   kube::Status startKubeletServer();
 
