@@ -18,6 +18,8 @@
 #include "kube/object.h"
 #include "peering/names.h"
 #include "peering/agent.h"
+#include "peering/network_alloc.h"
+#include "peering/network_gateway.h"
 #include "reflection/stream_server.h"
 #include "reflection/remote_kubelet.h"
 
@@ -58,7 +60,55 @@ struct AgentFlags {
   // ("" = nothing owns them): the chart's, so that helm uninstall removes them.
   std::string ownerServiceAccount;
   bool ownerOwnsIdentity = false;  // that ServiceAccount owns the identity Secret too
+  // The tunnel of every peering (peering/network.h).
+  bool gateway = false;
+  std::string gatewayNetns;
+  std::string gatewayNode;
+  std::string gatewayEndpoint;
+  int gatewayPort = 51840;
+  std::string gatewayInterface = "strait0";
+  std::string gatewayUapiDir = "/var/run/wireguard";
+  std::string gatewayProbeAddress;
+  std::string podCidr;
+  std::string serviceCidr;
+  std::string remapPool = "10.240.0.0/12";
 };
+
+// An IPv4 CIDR flag (peering::parseCidr says what is wrong).
+CLI::Validator cidrValidator() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        kube::Result<tunnel::IpPrefix> p = peering::parseCidr("CIDR", v);
+        return p.ok() ? "" : p.error().message;
+      },
+      "CIDR");
+}
+
+// The tunnel's configuration from the --gateway* and CIDR flags; the gateway itself is
+// started by the agent (NetworkController::start) once it has the key.
+peering::NetworkConfig networkConfig(const AgentFlags& f) {
+  peering::NetworkConfig n;
+  n.gateway = f.gateway;
+  n.podCidr = f.podCidr;
+  n.serviceCidr = f.serviceCidr;
+  n.remapPool = f.remapPool;
+  n.gatewayNode = f.gatewayNode;
+  n.endpoint = f.gatewayEndpoint;
+  n.port = static_cast<uint16_t>(f.gatewayPort);
+  n.probeAddress = f.gatewayProbeAddress;
+  tunnel::GatewayOptions base;
+  base.netnsPath = f.gatewayNetns;
+  base.interfaceName = f.gatewayInterface;
+  base.listenPort = static_cast<uint16_t>(f.gatewayPort);
+  base.uapiDir = f.gatewayUapiDir;
+  n.startGateway = [base](const tunnel::PrivateKey& key, const std::string& probeSource) {
+    tunnel::GatewayOptions o = base;
+    o.privateKey = key;
+    o.probeSource = probeSource;
+    return peering::startTunnelGateway(std::move(o));
+  };
+  return n;
+}
 
 // ownerReferences naming ServiceAccount strait-system/<name> (null when `name` is empty).
 // Asks the API server for its uid, a few times while it is not there yet.
@@ -153,6 +203,7 @@ int runAgent(const AgentFlags& flags) {
   cfg.streamHandlerFactory = [streamOpts](peering::ProviderService& service, kube::Client& c) {
     return reflection::makeProviderStreamHandler(c, service, streamOpts);
   };
+  cfg.network = networkConfig(f);
   cfg.consumer.heartbeatInterval = *hb;
   cfg.consumer.lostAfter = *lost;
   kube::Result<std::unique_ptr<kube::Client>> client =
@@ -378,6 +429,55 @@ void addAgentCommand(CLI::App& app) {
                 "strait-identity too: deleting it deletes the identity (a reinstall is then a "
                 "new cluster to its peers)")
       ->needs(sub->get_option("--owner-service-account"));
+  sub->add_flag("--gateway", flags->gateway,
+                "run the tunnel gateway (a WireGuard TUN interface and routes in --gateway-netns): "
+                "every peering with a gateway on the other side gets a tunnel (default: off, "
+                "the peerings show TunnelUp=False TunnelNotConfigured)");
+  sub->add_option("--gateway-netns", flags->gatewayNetns,
+                  "PATH of the network namespace the gateway lives in, e.g. /run/netns/NAME "
+                  "(default: the agent's own)");
+  sub->add_option("--gateway-node", flags->gatewayNode,
+                  "NAME of the Node the gateway runs on: its InternalIP is where the other nodes "
+                  "route the remote CIDRs (ConfigMap strait-system/strait-fabric) and the default "
+                  "endpoint host; its spec.podCIDR's first address is the default probe address");
+  sub->add_option("--gateway-endpoint", flags->gatewayEndpoint,
+                  "HOST:PORT of the gateway's UDP port as the other clusters reach it (default: "
+                  "the --gateway-node's InternalIP and --gateway-port)")
+      ->check(hostPortValidator(false));
+  sub->add_option("--gateway-port", flags->gatewayPort, "UDP port of the gateway (1 to 65535)")
+      ->capture_default_str()
+      ->check(numberRange(1, 65535));
+  sub->add_option("--gateway-interface", flags->gatewayInterface,
+                  "name of the gateway's TUN interface (1 to 15 characters)")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            return !v.empty() && v.size() <= 15 && v.find('/') == std::string::npos &&
+                           v.find(' ') == std::string::npos
+                       ? ""
+                       : "\"" + v + "\" is not an interface name (1 to 15 characters, no / "
+                         "or space)";
+          },
+          "IFNAME"));
+  sub->add_option("--gateway-uapi-dir", flags->gatewayUapiDir,
+                  "directory of the gateway's UAPI socket <dir>/<interface>.sock, for `wg show` "
+                  "(empty: none)")
+      ->capture_default_str();
+  sub->add_option("--gateway-probe-address", flags->gatewayProbeAddress,
+                  "IPv4 address inside this cluster's pod CIDR, in the gateway's namespace, that "
+                  "the tunnel's probes leave from and reach (default: the first address of the "
+                  "--gateway-node's spec.podCIDR)");
+  sub->add_option("--pod-cidr", flags->podCidr,
+                  "this cluster's pod CIDR (default: the smallest prefix covering every Node's "
+                  "spec.podCIDRs)")
+      ->check(cidrValidator());
+  sub->add_option("--service-cidr", flags->serviceCidr,
+                  "this cluster's service CIDR, kept free of remaps (default: unknown)")
+      ->check(cidrValidator());
+  sub->add_option("--remap-pool", flags->remapPool,
+                  "CIDR the remaps of overlapping remote pod CIDRs are taken from")
+      ->capture_default_str()
+      ->check(cidrValidator());
   addVnodeFlags(sub, flags->vnode);
   sub->callback([flags] { setExitCode(runAgent(*flags)); });
 }

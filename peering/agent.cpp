@@ -213,7 +213,10 @@ kube::Status Agent::start() {
       kube::issueCert(identity_.ca, "strait-agent-" + identity_.clusterName, {},
                       {agentServerName(identity_.clusterId)}, {}, true, 365);
   if (!leaf.ok()) return leaf.error();
+  network_ = std::make_unique<NetworkController>(identity_, *client_, config_.network);
+  if (kube::Status s = network_->start(); !s.ok()) return s;
   provider_ = std::make_unique<ProviderService>(identity_, *client_, config_.provider);
+  provider_->setNetwork(network_.get());
   if (kube::Status s = provider_->load(); !s.ok()) return s;
   if (config_.streamHandlerFactory) {
     provider_->setStreamHandler(config_.streamHandlerFactory(*provider_, *client_));
@@ -237,6 +240,7 @@ kube::Status Agent::start() {
   if (kube::Status s = publishEndpoint(); !s.ok()) return s;
   ConsumerConfig cc = config_.consumer;
   cc.ownEndpoint = endpoint_;
+  cc.network = network_.get();
   LinkListener* links = links_.get();
   cc.pullEndpoint = [links](const std::string& id) { return links->forwardEndpoint(id); };
   cc.pullLinked = [links](const std::string& id) { return links->linked(id); };
@@ -308,6 +312,7 @@ void Agent::providerLoop() {
     try {
       provider_->tick(now);
       dialers_->tick(now);
+      network_->tick(now);
       if (now - lastOwnedResync_ >= config_.ownedResyncInterval) {
         lastOwnedResync_ = now;
         reconcileOwned();
@@ -335,6 +340,7 @@ void Agent::stop() {
   if (dialers_) dialers_->stop();
   if (links_) links_->stop();
   if (server_) server_->shutdown(std::chrono::seconds(2));
+  if (network_) network_->stop();
 }
 
 }  // namespace strait::peering

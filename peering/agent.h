@@ -26,6 +26,7 @@
 #include "peering/consumer.h"
 #include "peering/identity.h"
 #include "peering/link.h"
+#include "peering/network.h"
 #include "peering/provider.h"
 #include "peering/pull.h"
 #include "peering/transport.h"
@@ -43,6 +44,8 @@ struct AgentConfig {
   LinkTiming linkTiming;
   ProviderConfig provider;
   ConsumerConfig consumer;
+  // The tunnel of every peering (network.h); gateway off by default.
+  NetworkConfig network;
   std::chrono::milliseconds loopInterval{100};
   // How often the endpoint ConfigMap and the CRD are checked and restored if they drifted.
   std::chrono::milliseconds ownedResyncInterval{2000};
@@ -82,6 +85,9 @@ class Agent {
   const ClusterIdentity& identity() const { return identity_; }
   const std::string& endpoint() const { return endpoint_; }
   const std::string& linkEndpoint() const { return linkEndpoint_; }
+  // The tunnel's control plane (null before start()): its NetworkState translates pod IPs
+  // between the clusters' views (network_state.h).
+  NetworkController* network() { return network_.get(); }
 
  private:
   Agent(AgentConfig config, std::unique_ptr<kube::Client> client);
@@ -104,6 +110,7 @@ class Agent {
   std::string linkEndpoint_;
   std::unique_ptr<LinkListener> links_;   // consumer side of pull mode
   std::unique_ptr<PullDialers> dialers_;  // provider side of pull mode
+  std::unique_ptr<NetworkController> network_;
   std::unique_ptr<ProviderService> provider_;
   std::unique_ptr<ConsumerController> consumer_;
   // ForeignClusters, watched: the consumer reads them from this cache instead of listing

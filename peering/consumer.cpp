@@ -60,12 +60,14 @@ json conditionsFor(const json& fc, bool authenticated, const std::string& authRe
                    const std::string& authMessage, bool connected,
                    const std::string& connReason, const std::string& connMessage,
                    std::chrono::system_clock::time_point now,
-                   const VirtualNodeState& vnode = VirtualNodeState()) {
+                   const VirtualNodeState& vnode = VirtualNodeState(),
+                   const TunnelCondition& tunnel = TunnelCondition()) {
   json previous = fc.contains("status") && fc["status"].is_object()
                       ? fc["status"].value("conditions", json::array())
                       : json::array();
   return peeringConditions(authenticated, authReason, authMessage, connected, connReason,
-                           connMessage, vnode.ready, vnode.reason, vnode.message, previous, now);
+                           connMessage, vnode.ready, vnode.reason, vnode.message, previous, now,
+                           tunnel);
 }
 
 void toProto(const json& list, v1::ResourceList* out) {
@@ -213,6 +215,7 @@ void ConsumerController::tick(std::chrono::system_clock::time_point now) {
       continue;
     }
     announceDown(it->first, it->second);
+    if (config_.network) config_.network->forget(it->first);
     it = peerings_.erase(it);
   }
   for (auto it = joinBackoff_.begin(); it != joinBackoff_.end();) {
@@ -423,13 +426,21 @@ void ConsumerController::heartbeat(const json& fc, Peering& p,
     double latencyMs =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count();
     if (!p.connected) spdlog::info("event=provider_connected provider={}", p.fcName);
+    const bool reconnected = !p.connected;
     p.connected = true;
     p.revoked = false;
     p.lastSuccess = done;
+    const std::string id = fc.value("/spec/clusterID"_json_pointer, std::string());
+    TunnelCondition tunnel;
+    if (config_.network) {
+      config_.network->onProviderHeartbeat(id, p.fcName, *p.rpc, resp.network_digest(),
+                                           reconnected, done);
+      tunnel = config_.network->state().condition(id);
+    }
     json status = conditionsFor(fc, true, "CertificateIssued",
                                 "client certificate signed by the provider CA", true,
                                 "HeartbeatAnswered", "provider agent is reachable", done,
-                                virtualNodeState(client_, p.fcName));
+                                virtualNodeState(client_, p.fcName), tunnel);
     status["latencyMs"] = std::round(latencyMs * 100) / 100;
     status["granted"] = fromProto(resp.granted());
     status["used"] = fromProto(resp.used());
@@ -441,6 +452,7 @@ void ConsumerController::heartbeat(const json& fc, Peering& p,
     if (!p.live) {
       p.live = std::make_shared<LivePeering>(identity_.clusterId, providerId, p.fcName,
                                              p.tenantNamespace);
+      if (config_.network) p.live->setNetwork(&config_.network->state());
     }
     p.live->setRpc(p.rpc);
     p.live->setHeartbeat(resourcesFromProto(resp.granted()), summaryFromProto(resp.summary()));
@@ -458,15 +470,19 @@ void ConsumerController::heartbeat(const json& fc, Peering& p,
     p.revoked = revoked;
     spdlog::warn("event=provider_lost provider={} revoked={} error=\"{}\"", p.fcName, revoked,
                  s.error().message);
+    const std::string id = fc.value("/spec/clusterID"_json_pointer, std::string());
     if (revoked) {
-      announceDown(fc.value("/spec/clusterID"_json_pointer, std::string()), p);
+      announceDown(id, p);
+      if (config_.network) config_.network->forget(id);
       p.live.reset();  // a new one if the provider accepts us again
     }
     patchStatus(p.fcName,
                 conditionsFor(fc, !revoked, revoked ? "Revoked" : "CertificateIssued",
                               revoked ? s.error().message : "client certificate signed by the provider CA",
                               false, revoked ? "Revoked" : "HeartbeatFailed", s.error().message,
-                              done, virtualNodeState(client_, p.fcName)));
+                              done, virtualNodeState(client_, p.fcName),
+                              config_.network ? config_.network->state().condition(id)
+                                              : TunnelCondition()));
   }
 }
 

@@ -27,6 +27,7 @@
 
 #include "kube/client.h"
 #include "peering/identity.h"
+#include "peering/network.h"
 #include "peering/observer.h"
 #include "peering/transport.h"
 
@@ -48,6 +49,10 @@ struct ConsumerConfig {
   // The ForeignClusters as a list object ({"items": [...]}); unset: a LIST request each
   // pass. The agent serves them from an informer's cache.
   std::function<kube::Result<nlohmann::json>()> listForeignClusters;
+  // The tunnel's control plane (network.h): negotiated after answered heartbeats, forgotten
+  // when the peering ends; its TunnelUp condition goes into every status write. Borrowed,
+  // optional; must outlive the controller.
+  NetworkController* network = nullptr;
 };
 
 class ConsumerController {

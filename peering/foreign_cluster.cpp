@@ -26,6 +26,8 @@ nlohmann::json foreignClusterCrd() {
                 ".status.conditions[?(@.type==\"Authenticated\")].status"),
             col("Connected", "string", ".status.conditions[?(@.type==\"Connected\")].status"),
             col("Latency-ms", "integer", ".status.latencyMs"),
+            col("Tunnel", "string", ".status.conditions[?(@.type==\"TunnelUp\")].status"),
+            col("Remote-CIDR", "string", ".status.network.remoteCIDRSeenHere", 1),
             col("Endpoint", "string", ".spec.endpoint", 1)})}};
   return {{"apiVersion", "apiextensions.k8s.io/v1"},
           {"kind", "CustomResourceDefinition"},
@@ -117,6 +119,16 @@ std::string conditionMessage(const nlohmann::json& fc, const std::string& type) 
   return {};
 }
 
+std::string conditionReason(const nlohmann::json& fc, const std::string& type) {
+  if (fc.contains("status") && fc["status"].is_object() && fc["status"].contains("conditions") &&
+      fc["status"]["conditions"].is_array()) {
+    for (const auto& c : fc["status"]["conditions"]) {
+      if (c.value("type", "") == type) return c.value("reason", "");
+    }
+  }
+  return {};
+}
+
 void patchForeignClusterStatus(kube::Client& client, const std::string& name,
                                const nlohmann::json& status) {
   kube::WriteOptions wo;
@@ -134,9 +146,11 @@ nlohmann::json peeringConditions(bool authenticated, const std::string& authReas
                                  const std::string& connReason, const std::string& connMessage,
                                  const std::string& vnodeReason, const std::string& vnodeMessage,
                                  const nlohmann::json& previousConditions,
-                                 std::chrono::system_clock::time_point now) {
+                                 std::chrono::system_clock::time_point now,
+                                 const TunnelCondition& tunnel) {
   return peeringConditions(authenticated, authReason, authMessage, connected, connReason,
-                           connMessage, false, vnodeReason, vnodeMessage, previousConditions, now);
+                           connMessage, false, vnodeReason, vnodeMessage, previousConditions, now,
+                           tunnel);
 }
 
 nlohmann::json peeringConditions(bool authenticated, const std::string& authReason,
@@ -145,14 +159,15 @@ nlohmann::json peeringConditions(bool authenticated, const std::string& authReas
                                  bool vnodeReady, const std::string& vnodeReason,
                                  const std::string& vnodeMessage,
                                  const nlohmann::json& previousConditions,
-                                 std::chrono::system_clock::time_point now) {
+                                 std::chrono::system_clock::time_point now,
+                                 const TunnelCondition& tunnel) {
   nlohmann::json obj = {{"status", {{"conditions", previousConditions.is_array()
                                                        ? previousConditions
                                                        : nlohmann::json::array()}}}};
   setCondition(obj, "Authenticated", authenticated, authReason, authMessage, now);
   setCondition(obj, "Connected", connected, connReason, connMessage, now);
   setCondition(obj, "VirtualNodeReady", vnodeReady, vnodeReason, vnodeMessage, now);
-  setCondition(obj, "TunnelUp", false, "TunnelNotConfigured", "no tunnel configured", now);
+  setCondition(obj, "TunnelUp", tunnel.up, tunnel.reason, tunnel.message, now);
   return obj["status"];
 }
 

@@ -7,7 +7,7 @@
 //           tokenSecretRef (consumer, until joined), tenantNamespace
 //   status: conditions Authenticated, Connected, VirtualNodeReady, TunnelUp (each with
 //           reason, message, lastTransitionTime); latencyMs; granted{}; used{};
-//           lastHeartbeatTime; certificateNotAfter
+//           lastHeartbeatTime; certificateNotAfter; network{} (the tunnel: network.h)
 //
 // Pure helpers over JSON plus the Kubernetes resource references; safe from any thread.
 
@@ -17,6 +17,7 @@
 
 #include "kube/client.h"
 #include "kube/time.h"
+#include "peering/network_state.h"
 
 namespace strait::peering {
 
@@ -45,6 +46,7 @@ bool setCondition(nlohmann::json& fc, const std::string& type, bool status,
 // The condition's status ("True"/"False"/"Unknown" when absent) and message.
 std::string conditionStatus(const nlohmann::json& fc, const std::string& type);
 std::string conditionMessage(const nlohmann::json& fc, const std::string& type);
+std::string conditionReason(const nlohmann::json& fc, const std::string& type);
 
 // Merge-patches `status` into the ForeignCluster's status subresource. A missing object is
 // not an error (it was deleted meanwhile); other failures are logged, not returned (the next
@@ -53,13 +55,14 @@ void patchForeignClusterStatus(kube::Client& client, const std::string& name,
                                const nlohmann::json& status);
 
 // The four conditions, with `connected` as given, for a status patch (a merge patch replaces
-// the whole list, so every write carries all four). `extra` fields are added to the result.
+// the whole list, so every write carries all four). TunnelUp is `tunnel` (network_state.h).
 nlohmann::json peeringConditions(bool authenticated, const std::string& authReason,
                                  const std::string& authMessage, bool connected,
                                  const std::string& connReason, const std::string& connMessage,
                                  const std::string& vnodeReason, const std::string& vnodeMessage,
                                  const nlohmann::json& previousConditions,
-                                 std::chrono::system_clock::time_point now);
+                                 std::chrono::system_clock::time_point now,
+                                 const TunnelCondition& tunnel = TunnelCondition());
 
 // As above, with VirtualNodeReady set to `vnodeReady` (the consumer side, from its virtual
 // Node's Ready condition).
@@ -69,7 +72,8 @@ nlohmann::json peeringConditions(bool authenticated, const std::string& authReas
                                  bool vnodeReady, const std::string& vnodeReason,
                                  const std::string& vnodeMessage,
                                  const nlohmann::json& previousConditions,
-                                 std::chrono::system_clock::time_point now);
+                                 std::chrono::system_clock::time_point now,
+                                 const TunnelCondition& tunnel = TunnelCondition());
 
 // RFC 3339 UTC with seconds (metav1.Time), as the rest of the project writes it.
 using kube::rfc3339;

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "base/thread_annotations.h"
+#include "peering/network_state.h"
 #include "peering/policy.h"
 #include "peering/summary.h"
 #include "peering/transport.h"
@@ -52,7 +53,22 @@ class LivePeering {
     return summary_;
   }
 
+  // The tunnel's condition (TunnelUp) and the provider's pod IP `ip` as this cluster reaches
+  // it (network_state.h toLocalView); without a network state: not configured / unchanged.
+  TunnelCondition tunnel() const {
+    const NetworkState* n = network();
+    return n ? n->condition(providerId_) : TunnelCondition();
+  }
+  std::string localPodIp(const std::string& ip) const {
+    const NetworkState* n = network();
+    return n ? n->toLocalView(providerId_, ip) : ip;
+  }
+
   // Called by ConsumerController.
+  void setNetwork(const NetworkState* network) {
+    base::MutexLock l(mu_);
+    network_ = network;
+  }
   void setRpc(std::shared_ptr<RpcClient> rpc) {
     base::MutexLock l(mu_);
     rpc_ = std::move(rpc);
@@ -66,7 +82,12 @@ class LivePeering {
  private:
   const std::string consumerId_, providerId_, providerName_, tenantNamespace_;
   mutable base::Mutex mu_;
+  const NetworkState* network() const {
+    base::MutexLock l(mu_);
+    return network_;
+  }
   std::shared_ptr<RpcClient> rpc_ GUARDED_BY(mu_);
+  const NetworkState* network_ GUARDED_BY(mu_) = nullptr;  // borrowed; outlives the peering
   ResourceMap grant_ GUARDED_BY(mu_);
   ProviderSummary summary_ GUARDED_BY(mu_);
 };

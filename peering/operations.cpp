@@ -444,6 +444,15 @@ kube::Result<json> peeringStatus(kube::Client& cluster) {
     row["authenticated"] = conditionStatus(fc, "Authenticated");
     row["connected"] = conditionStatus(fc, "Connected");
     row["tunnel"] = conditionStatus(fc, "TunnelUp");
+    row["tunnelReason"] = conditionReason(fc, "TunnelUp");
+    row["tunnelMessage"] = conditionMessage(fc, "TunnelUp");
+    // The tunnel (peering/network.h): CIDRs, the remote gateway, the gateway's counters.
+    const json network = fc.value("/status/network"_json_pointer, json::object());
+    for (const char* k : {"localCIDR", "localCIDRSeenThere", "remoteCIDR", "remoteCIDRSeenHere",
+                          "remapped", "remoteEndpoint", "remotePublicKey", "latestHandshakeTime",
+                          "rxBytes", "txBytes", "tunnelLatencyMs"}) {
+      row[k] = network.is_object() ? network.value(k, json()) : json();
+    }
     row["virtualNodeReady"] = conditionStatus(fc, "VirtualNodeReady");
     row["latencyMs"] = fc.value("/status/latencyMs"_json_pointer, json());
     row["granted"] = fc.value("/status/granted"_json_pointer, json::object());
@@ -463,8 +472,14 @@ std::string statusTable(const json& rows) {
     return r[k].get<std::string>();
   };
   std::vector<std::vector<std::string>> table = {
-      {"NAME", "ROLE", "MODE", "CLUSTER-ID", "CONNECTED", "LATENCY", "TUNNEL", "GRANTED(cpu/mem/pods)",
+      {"NAME", "ROLE", "MODE", "CLUSTER-ID", "CONNECTED", "LATENCY", "TUNNEL", "TUNNEL-REASON",
+       "TUNNEL-RTT", "REMOTE-CIDR", "HANDSHAKE", "RX/TX", "GRANTED(cpu/mem/pods)",
        "USED(cpu/mem/pods)", "VNODE-READY"}};
+  auto text = [](const json& r, const char* k) {
+    return r.contains(k) && r[k].is_string() && !r[k].get<std::string>().empty()
+               ? r[k].get<std::string>()
+               : std::string("-");
+  };
   for (const json& r : rows) {
     std::string latency = "-";
     if (r["latencyMs"].is_number()) {
@@ -472,11 +487,29 @@ std::string statusTable(const json& rows) {
       os << std::fixed << std::setprecision(2) << r["latencyMs"].get<double>() << "ms";
       latency = os.str();
     }
+    std::string rtt = "-";
+    if (r.contains("tunnelLatencyMs") && r["tunnelLatencyMs"].is_number()) {
+      std::ostringstream os;
+      os << std::fixed << std::setprecision(2) << r["tunnelLatencyMs"].get<double>() << "ms";
+      rtt = os.str();
+    }
+    // As seen here, with the real CIDR when remapped: 10.240.0.0/16=10.244.0.0/16.
+    std::string cidr = text(r, "remoteCIDRSeenHere");
+    if (cidr != "-" && r.value("remapped", false)) cidr += "=" + text(r, "remoteCIDR");
+    if (text(r, "remoteCIDR") == "-") cidr = "-";
+    std::string traffic = "-";
+    if (r.contains("rxBytes") && r["rxBytes"].is_number() && r.contains("txBytes") &&
+        r["txBytes"].is_number()) {
+      traffic = std::to_string(r["rxBytes"].get<uint64_t>()) + "/" +
+                std::to_string(r["txBytes"].get<uint64_t>());
+    }
     const json& g = r["granted"];
     const json& u = r["used"];
     table.push_back({r.value("name", ""), r.value("role", ""), r.value("mode", ""),
                      r.value("clusterID", ""),
                      r.value("connected", ""), latency, r.value("tunnel", ""),
+                     r.value("tunnelReason", "") == "" ? "-" : r.value("tunnelReason", ""), rtt,
+                     cidr, text(r, "latestHandshakeTime"), traffic,
                      res(g, "cpu") + "/" + res(g, "memory") + "/" + res(g, "pods"),
                      res(u, "cpu") + "/" + res(u, "memory") + "/" + res(u, "pods"),
                      r.value("virtualNodeReady", "")});

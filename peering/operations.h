@@ -73,7 +73,10 @@ struct UnpeerRequest {
 kube::Result<std::vector<std::string>> unpeer(kube::Client& consumer, const UnpeerRequest& req);
 
 // The ForeignClusters as status rows (JSON objects with name, remote, clusterID, role, mode,
-// connected, latencyMs, tunnel, granted, used, virtualNodeReady, authenticated, message).
+// connected, latencyMs, tunnel, granted, used, virtualNodeReady, authenticated, message, and
+// the tunnel's tunnelReason, tunnelMessage, localCIDR, localCIDRSeenThere, remoteCIDR,
+// remoteCIDRSeenHere, remapped, remoteEndpoint, remotePublicKey, latestHandshakeTime, rxBytes,
+// txBytes, tunnelLatencyMs: null when unknown).
 kube::Result<nlohmann::json> peeringStatus(kube::Client& cluster);
 // The rows as an aligned text table.
 std::string statusTable(const nlohmann::json& rows);

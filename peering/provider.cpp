@@ -35,11 +35,13 @@ kube::Status ignoreAlreadyExists(const kube::Result<json>& r) {
 
 // Status conditions of a consumer's ForeignCluster on the provider.
 json providerConditions(bool connected, const std::string& reason, const std::string& message,
-                        const json& previous, std::chrono::system_clock::time_point now) {
+                        const json& previous, std::chrono::system_clock::time_point now,
+                        const TunnelCondition& tunnel) {
   return peeringConditions(true, "CertificateIssued",
                            "client certificate signed by this cluster's CA", connected, reason,
                            message, "OnConsumerSide",
-                           "the virtual node lives in the consumer cluster", previous, now);
+                           "the virtual node lives in the consumer cluster", previous, now,
+                           tunnel);
 }
 
 }  // namespace
@@ -66,6 +68,7 @@ kube::Status ProviderService::load() {
     if (fc.contains("status") && fc["status"].contains("granted")) {
       if (auto r = kube::parseResourceList(fc["status"]["granted"]); r.ok()) c.granted = *r;
     }
+    c.mode = fc.value("/spec/mode"_json_pointer, std::string(kModePush));
     c.lastHeartbeat = now;  // give every consumer a full grace period after a restart
     consumers_[id] = std::move(c);
   }
@@ -168,7 +171,8 @@ kube::Result<std::string> ProviderService::upsertForeignCluster(const std::strin
     if (!written.ok()) return written.error();
     auto now = std::chrono::system_clock::now();
     json status = providerConditions(true, "Joined", "consumer joined",
-                                     written->value("/status/conditions"_json_pointer, json()), now);
+                                     written->value("/status/conditions"_json_pointer, json()), now,
+                                     tunnelCondition(consumerId));
     status["granted"] = toJson(granted);
     status["lastHeartbeatTime"] = rfc3339(now);
     patchStatus(name, status);
@@ -234,6 +238,7 @@ kube::Status ProviderService::join(const Caller& caller, const v1::JoinRequest& 
     if (kube::Status s = checkGrantNotEmpty(granted); !s.ok()) return s;
     Consumer& c = consumers_[consumerId];
     c.name = req.consumer_name();
+    c.mode = mode;
     c.requested = requested;
     c.granted = granted;
     c.lastHeartbeat = std::chrono::system_clock::now();
@@ -329,6 +334,12 @@ kube::Status ProviderService::heartbeat(const Caller& caller, const v1::Heartbea
       }
     }
     cur.lastHeartbeat = now;
+    if (network_) {
+      resp->set_network_digest(network_->digestFor(caller.clusterId));
+      TunnelCondition tunnel = network_->state().condition(caller.clusterId);
+      if (!(tunnel == cur.lastTunnel)) writeStatus = true;
+      cur.lastTunnel = tunnel;
+    }
     if (!cur.connected || now - cur.lastStatusWrite > std::chrono::seconds(10)) writeStatus = true;
     if (writeStatus) cur.lastStatusWrite = now;
     cur.connected = true;
@@ -340,7 +351,7 @@ kube::Status ProviderService::heartbeat(const Caller& caller, const v1::Heartbea
   summaryToProto(currentSummary(now), resp->mutable_summary());
   if (writeStatus) {
     json status = providerConditions(true, "HeartbeatReceived", "consumer agent is reachable",
-                                     json(), now);
+                                     json(), now, c.lastTunnel);
     status["granted"] = toJson(c.granted);
     status["used"] = toJson(used);
     status["lastHeartbeatTime"] = rfc3339(now);
@@ -375,10 +386,13 @@ ProviderSummary ProviderService::currentSummary(std::chrono::system_clock::time_
 }
 
 kube::Result<int> ProviderService::cleanupConsumer(const std::string& consumerId) {
+  NetworkController* network = nullptr;
   {
     base::MutexLock lock(mu_);
     consumers_.erase(consumerId);
+    network = network_;
   }
+  if (network) network->forget(consumerId);
   int deleted = 0;
   kube::ListOptions sel;
   sel.labelSelector = ownershipSelector(consumerId);
@@ -468,7 +482,8 @@ void ProviderService::markSilentConsumers(std::chrono::system_clock::time_point 
   for (const auto& [id, fcName] : lost) {
     spdlog::warn("event=consumer_lost consumer={}", id);
     patchStatus(fcName, providerConditions(false, "HeartbeatMissed",
-                                           "no heartbeat from the consumer agent", json(), now));
+                                           "no heartbeat from the consumer agent", json(), now,
+                                           tunnelCondition(id)));
   }
 }
 
@@ -566,6 +581,33 @@ kube::Status ProviderService::stream(const Caller& caller, EventStream& s) {
 void ProviderService::setStreamHandler(StreamHandler handler) {
   base::MutexLock lock(mu_);
   streamHandler_ = std::move(handler);
+}
+
+kube::Status ProviderService::network(const Caller& caller, const v1::NetworkRequest& req,
+                                      v1::NetworkResponse* resp) {
+  Consumer c;
+  if (kube::Status s = requireActive(caller, &c); !s.ok()) return s;
+  NetworkController* network = nullptr;
+  {
+    base::MutexLock lock(mu_);
+    network = network_;
+  }
+  if (!network) return PeeringHandler::network(caller, req, resp);
+  return network->serveConsumer(caller.clusterId, c.fcName, c.mode, req, resp);
+}
+
+void ProviderService::setNetwork(NetworkController* network) {
+  base::MutexLock lock(mu_);
+  network_ = network;
+}
+
+TunnelCondition ProviderService::tunnelCondition(const std::string& consumerId) {
+  NetworkController* network = nullptr;
+  {
+    base::MutexLock lock(mu_);
+    network = network_;
+  }
+  return network ? network->state().condition(consumerId) : TunnelCondition();
 }
 
 void ProviderService::setUsageSource(UsageSource source) {

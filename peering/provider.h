@@ -23,6 +23,7 @@
 #include "kube/client.h"
 #include "kube/pod_security.h"
 #include "peering/identity.h"
+#include "peering/network.h"
 #include "peering/policy.h"
 #include "peering/provider_capacity.h"
 #include "peering/summary.h"
@@ -69,6 +70,14 @@ class ProviderService final : public PeeringHandler {
                          v1::HeartbeatResponse* resp) override;
   kube::Status unpeer(const Caller& caller, const v1::UnpeerRequest& req,
                       v1::UnpeerResponse* resp) override;
+  // The tunnel negotiation of an active consumer (network.h); MethodNotAllowed without a
+  // NetworkController.
+  kube::Status network(const Caller& caller, const v1::NetworkRequest& req,
+                       v1::NetworkResponse* resp) override;
+  // Sets the tunnel's control plane (borrowed; must outlive the service): Network calls,
+  // the heartbeat's network digest, TunnelUp in status writes, forget on clean-up. Call
+  // before serving.
+  void setNetwork(NetworkController* network);
   // OK when `caller` has an active peering; Forbidden otherwise. Thread-safe. For services
   // beside this one (the RemoteKubelet handler) that serve the same consumers.
   kube::Status authorizeConsumer(const Caller& caller);
@@ -109,7 +118,11 @@ class ProviderService final : public PeeringHandler {
     std::chrono::system_clock::time_point lastHeartbeat;
     std::chrono::system_clock::time_point lastStatusWrite;
     bool connected = true;
+    std::string mode;            // push or pull (the ForeignCluster's spec.mode)
+    TunnelCondition lastTunnel;  // as last written to the status
   };
+  // TunnelUp of `consumerId` now (not configured without a NetworkController).
+  TunnelCondition tunnelCondition(const std::string& consumerId);
 
   void scanRevocations();
   void markSilentConsumers(std::chrono::system_clock::time_point now);
@@ -146,6 +159,7 @@ class ProviderService final : public PeeringHandler {
   base::Mutex mu_;  // also serializes grant decisions
   StreamHandler streamHandler_ GUARDED_BY(mu_);
   UsageSource usageSource_ GUARDED_BY(mu_);
+  NetworkController* network_ GUARDED_BY(mu_) = nullptr;
   std::map<std::string, Consumer> consumers_ GUARDED_BY(mu_);  // by consumer cluster ID
 
   // Node and Pod watches; the summary and grants are computed from them once synced.

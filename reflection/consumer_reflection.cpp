@@ -127,6 +127,7 @@ kube::Status ConsumerReflection::start() {
   po.forge.virtualNodeAddress = opts_.nodeAddress;
   po.forge.virtualNodeLabelKeys = opts_.nodeLabelKeys;
   po.status.virtualNodeAddress = opts_.nodeAddress;
+  po.status.mapPodIp = opts_.mapPodIp;
   po.doesNotFit = opts_.doesNotFit;
   kube::Informer* informer = pods_.get();
   po.resyncDone = [informer] { return informer->hasSynced(); };

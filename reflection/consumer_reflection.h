@@ -72,6 +72,10 @@ struct ConsumerReflectionOptions {
   std::function<kube::Result<std::unique_ptr<peering::EventStream>>()> open;
   // nullopt when the Pod fits a provider node, else why not. Optional.
   std::function<std::optional<std::string>(const nlohmann::json& pod)> doesNotFit;
+  // The provider's pod IP as this cluster reaches it (the tunnel's remap, fed from the
+  // negotiated state: peering::NetworkState::toLocalView); it is what the local Pods' podIP
+  // and podIPs show. Called on reflection workers; must be thread-safe. Optional: identity.
+  std::function<std::string(const std::string& ip)> mapPodIp;
   int podWorkers = 8;
   std::chrono::milliseconds keepaliveInterval{1000};
   std::chrono::milliseconds callTimeout{10000};

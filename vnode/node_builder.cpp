@@ -90,7 +90,8 @@ bool positive(const ResourceMap& m, const char* key) {
 
 json buildNode(const VirtualNodeConfig& c, const ResourceMap& allocatable,
                const ProviderSummary& provider, const Readiness& readiness,
-               const json& previous, std::chrono::system_clock::time_point now) {
+               const json& previous, std::chrono::system_clock::time_point now,
+               const peering::TunnelCondition& tunnel) {
   const std::string name = virtualNodeName(c.providerName);
   const std::string ts = kube::rfc3339(now);
   json node = {{"apiVersion", "v1"}, {"kind", "Node"}};
@@ -142,10 +143,12 @@ json buildNode(const VirtualNodeConfig& c, const ResourceMap& allocatable,
                 "the provider reports its own pressure; none on the virtual node", ts),
       condition(previous, "PIDPressure", false, "KubeletHasSufficientPID",
                 "the provider reports its own pressure; none on the virtual node", ts),
-      condition(previous, "NetworkUnavailable", true, "TunnelNotConfigured",
-                "no tunnel is configured for this peering: pod traffic does not cross to the "
-                "provider yet",
+      condition(previous, "NetworkUnavailable", !tunnel.up,
+                tunnel.up ? "TunnelUp" : tunnel.reason,
+                tunnel.up ? "the tunnel to the provider is up: " + tunnel.message
+                          : "pod traffic does not cross to the provider: " + tunnel.message,
                 ts),
+      condition(previous, "TunnelUp", tunnel.up, tunnel.reason, tunnel.message, ts),
   });
   status["addresses"] = json::array({{{"type", "InternalIP"}, {"address", c.address}},
                                      {{"type", "Hostname"}, {"address", name}}});

@@ -11,11 +11,12 @@
 //  - conditions Ready, MemoryPressure, DiskPressure, PIDPressure, NetworkUnavailable with
 //    lastHeartbeatTime = now and lastTransitionTime kept from the previous Node while the
 //    status is unchanged; Ready requires a healthy reflection stream and allocatable cpu and
-//    memory > 0 (as Liqo); NetworkUnavailable is True (TunnelNotConfigured) and agrees with
-//    the ForeignCluster's TunnelUp=False: no peering sets up a tunnel yet, so pod traffic
-//    does not cross to the provider. (On a cluster whose node lifecycle controller taints
-//    nodes by condition this adds node.kubernetes.io/network-unavailable:NoSchedule, which
-//    the offloaded Pods then need to tolerate as well.)
+//    memory > 0 (as Liqo); TunnelUp is the peering's tunnel condition (the ForeignCluster's
+//    TunnelUp, peering/network.h) and NetworkUnavailable its opposite: True with the
+//    tunnel's reason (TunnelNotConfigured without gateways) while pod traffic cannot cross
+//    to the provider. (On a cluster whose node lifecycle controller taints nodes by
+//    condition this adds node.kubernetes.io/network-unavailable:NoSchedule, which the
+//    offloaded Pods then need to tolerate as well.) Ready does not depend on the tunnel.
 //  - addresses InternalIP and Hostname; daemonEndpoints.kubeletEndpoint.Port; nodeInfo.
 // Thread-safe (pure).
 
@@ -26,6 +27,7 @@
 #include <string>
 
 #include "kube/status.h"
+#include "peering/network_state.h"
 #include "vnode/capacity.h"
 
 namespace strait::vnode {
@@ -70,7 +72,8 @@ struct Readiness {
 nlohmann::json buildNode(const VirtualNodeConfig& c, const ResourceMap& allocatable,
                          const ProviderSummary& provider, const Readiness& readiness,
                          const nlohmann::json& previous,
-                         std::chrono::system_clock::time_point now);
+                         std::chrono::system_clock::time_point now,
+                         const peering::TunnelCondition& tunnel = peering::TunnelCondition());
 
 // The Ready condition of a Node object: "True", "False", "Unknown", or "" when absent.
 std::string nodeReadyStatus(const nlohmann::json& node);

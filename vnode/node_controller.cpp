@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "kube/api_error.h"
+#include "kube/event.h"
 #include "kube/object.h"
 #include "reflection/labels.h"
 
@@ -96,6 +97,25 @@ json mergeOwned(const json& stored, const json& built) {
 
 }  // namespace
 
+void NodeController::tunnelEvent(const json& node, const peering::TunnelCondition& tunnel) {
+  spdlog::info("event=vnode_tunnel_changed node={} up={} reason={} message=\"{}\"", name_,
+               tunnel.up, tunnel.reason, tunnel.message);
+  kube::EventFields f;
+  f.involvedObject = kube::objectReference(node);
+  f.type = tunnel.up ? "Normal" : "Warning";
+  f.reason = tunnel.up ? "TunnelUp" : "TunnelDown";
+  f.message = tunnel.up ? "the tunnel to the provider is up: " + tunnel.message
+                        : "the tunnel to the provider is down (" + tunnel.reason +
+                              "): " + tunnel.message;
+  f.component = "strait-vnode";
+  f.host = name_;
+  kube::Result<json> r = client_.create(res::kEvents, "default", kube::makeEvent(f));
+  if (!r.ok()) {
+    spdlog::warn("event=node_event_failed node={} reason={} error=\"{}\"", name_, f.reason,
+                 r.error().message);
+  }
+}
+
 kube::Status NodeController::syncNode() {
   const auto now = std::chrono::system_clock::now();
   const ProviderSummary provider = opts_.provider();
@@ -115,7 +135,9 @@ kube::Status NodeController::syncNode() {
       return got.error();
     }
   }
-  json built = buildNode(opts_.node, allocatable, provider, readiness, stored, now);
+  const peering::TunnelCondition tunnel =
+      opts_.tunnel ? opts_.tunnel() : peering::TunnelCondition();
+  json built = buildNode(opts_.node, allocatable, provider, readiness, stored, now, tunnel);
 
   if (stored.is_null()) {
     kube::Result<json> created = client_.create(res::kNodes, "", built);
@@ -164,6 +186,15 @@ kube::Status NodeController::syncNode() {
                  nodeReadyStatus(withStatus), readiness.reason, readiness.message);
   }
   kube::Result<json> updated = kube::updateStatus(client_, res::kNodes, "", withStatus);
+  if (updated.ok()) {
+    const json* before = nullptr;
+    for (const json& c : stored.value("/status/conditions"_json_pointer, json::array())) {
+      if (c.is_object() && c.value("type", "") == "TunnelUp") before = &c;
+    }
+    if (before && before->value("status", "") != (tunnel.up ? "True" : "False")) {
+      tunnelEvent(*updated, tunnel);
+    }
+  }
   base::MutexLock lock(mu_);
   if (!updated.ok()) {
     node_ = json();

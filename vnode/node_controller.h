@@ -44,6 +44,9 @@ struct NodeControllerOptions {
   std::function<ProviderSummary()> provider;
   // Health of the reflection stream; borrowed, must outlive the controller.
   const StreamHealth* health = nullptr;
+  // The peering's tunnel condition (peering::LivePeering::tunnel). Optional: not configured.
+  // When its status flips, an Event (TunnelUp / TunnelDown) is recorded on the Node.
+  std::function<peering::TunnelCondition()> tunnel;
 };
 
 class NodeController {
@@ -74,6 +77,7 @@ class NodeController {
   class ClientLeaseStore;
   void run(std::stop_token stop);
   kube::Status validate() const;
+  void tunnelEvent(const nlohmann::json& node, const peering::TunnelCondition& tunnel);
 
   kube::Client& client_;
   const NodeControllerOptions opts_;
