@@ -211,7 +211,9 @@ def check_common(docs, c):
                 "status.podIP", "POD_IP from the downward API")
         c.equal(agent["spec"]["template"]["spec"]["serviceAccountName"], "strait",
                 "agent ServiceAccount")
+    # The fabric DaemonSet has a ServiceAccount of its own (check_fabric).
     binding_subjects = [s for d in by_kind(docs, "ClusterRoleBinding") + by_kind(docs, "RoleBinding")
+                        if d["metadata"]["labels"].get("app.kubernetes.io/component") != "fabric"
                         for s in d["subjects"]]
     c.expect(binding_subjects and all(s == {"kind": "ServiceAccount", "name": "strait",
                                             "namespace": "strait-system"}
@@ -348,8 +350,9 @@ def check_all_features(helm, c):
     check_common(docs, c)
     c.equal(sorted(d["kind"] for d in docs if d["kind"] not in ("ClusterRole", "ClusterRoleBinding",
                                                                  "Role", "RoleBinding")),
-            sorted(["ServiceAccount", "Service", "Service", "Service", "Deployment",
-                    "Deployment", "MutatingWebhookConfiguration", "ServiceMonitor", "PodMonitor"]),
+            sorted(["ServiceAccount", "ServiceAccount", "Service", "Service", "Service",
+                    "Deployment", "Deployment", "DaemonSet", "MutatingWebhookConfiguration",
+                    "ServiceMonitor", "PodMonitor"]),
             "kinds rendered (besides RBAC)")
     agent = one(docs, "Deployment", "strait-agent")
     spec = agent["spec"]["template"]["spec"]
@@ -379,7 +382,7 @@ def check_all_features(helm, c):
     c.expect({"name": "EXAMPLE", "value": "1"} in ctr["env"], "extraEnv")
     c.expect(("metrics", 9102) in [(p["name"], p["containerPort"]) for p in ctr["ports"]],
              "metrics container port")
-    sa = by_kind(docs, "ServiceAccount")[0]
+    sa = one(docs, "ServiceAccount", "strait")
     c.equal(sa["metadata"].get("annotations"), {"example.com/role": "strait-agent"},
             "ServiceAccount annotations")
     svc = one(docs, "Service", "strait-agent")
@@ -421,6 +424,60 @@ def check_all_features(helm, c):
     pm = one(docs, "PodMonitor", "strait-agent")
     if c.expect(pm is not None, "PodMonitor rendered"):
         c.equal(pm["spec"]["podMetricsEndpoints"][0]["port"], "metrics", "PodMonitor port")
+
+
+def check_fabric(helm, c):
+    c.section("helm template, fabric.enabled")
+    rc, out, docs = helm.template("--set", "clusterName=home", "--set", "fabric.enabled=true",
+                                  "--set", "fabric.logLevel=debug")
+    if not c.expect(rc == 0, f"renders (rc {rc}): {out[-2000:]}"):
+        return
+    check_common(docs, c)
+    ds = one(docs, "DaemonSet", "strait-fabric")
+    if not c.expect(ds is not None, "DaemonSet strait-fabric rendered"):
+        return
+    c.equal(ds["metadata"]["namespace"], "strait-system", "DaemonSet in the release namespace")
+    spec = ds["spec"]["template"]["spec"]
+    c.expect(spec.get("hostNetwork") is True, "fabric Pods use the node's network namespace")
+    c.equal(spec.get("dnsPolicy"), "ClusterFirstWithHostNet", "fabric dnsPolicy")
+    c.equal(spec.get("serviceAccountName"), "strait-fabric", "fabric ServiceAccount")
+    c.equal([x["name"] for x in spec["containers"]], ["fabric"], "containers of the fabric Pod")
+    ctr = spec["containers"][0]
+    c.equal(ctr["image"], "strait:0.1.0", "fabric image")
+    c.equal(ctr["args"], ["fabric", "--node=$(NODE_NAME)", "--namespace=strait-system",
+                          "--log-level=debug"], "fabric arguments")
+    env = {e["name"]: e for e in ctr.get("env", [])}
+    c.equal(env.get("NODE_NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath"),
+            "spec.nodeName", "NODE_NAME from the downward API")
+    caps = ctr["securityContext"]["capabilities"]
+    c.equal((caps.get("drop"), caps.get("add")), (["ALL"], ["NET_ADMIN"]),
+            "the fabric container adds NET_ADMIN alone")
+    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"]
+    c.equal(terms, [{"matchExpressions": [{"key": "strait.io/virtual-node",
+                                           "operator": "DoesNotExist"}]}],
+            "fabric Pods stay off virtual nodes")
+    c.equal(spec.get("tolerations"), [{"operator": "Exists"}], "fabric tolerates every taint")
+    sa = [d for d in by_kind(docs, "ServiceAccount") if d["metadata"]["name"] == "strait-fabric"]
+    c.equal([d["metadata"]["namespace"] for d in sa], ["strait-system"], "fabric ServiceAccount")
+    role = [d for d in by_kind(docs, "Role") if d["metadata"]["name"] == "strait-fabric"]
+    if c.expect(len(role) == 1, "Role strait-fabric rendered"):
+        c.equal(role[0]["metadata"]["namespace"], "strait-system",
+                "the fabric Role is where the agent writes the ConfigMap")
+        c.equal(role[0]["rules"], [{"apiGroups": [""], "resources": ["configmaps"],
+                                    "resourceNames": ["strait-fabric"],
+                                    "verbs": ["get", "list", "watch"]}],
+                "the fabric reads the fabric ConfigMap and nothing else")
+    rb = [d for d in by_kind(docs, "RoleBinding") if d["metadata"]["name"] == "strait-fabric"]
+    if c.expect(len(rb) == 1, "RoleBinding strait-fabric rendered"):
+        c.equal((rb[0]["metadata"]["namespace"], rb[0]["roleRef"]["name"], rb[0]["subjects"]),
+                ("strait-system", "strait-fabric",
+                 [{"kind": "ServiceAccount", "name": "strait-fabric",
+                   "namespace": "strait-system"}]),
+                "fabric RoleBinding")
+    rc, out, docs = helm.template("--set", "clusterName=home")
+    c.expect(rc == 0 and one(docs, "DaemonSet", "strait-fabric") is None,
+             "no fabric DaemonSet by default")
 
 
 def check_variants(helm, c):
@@ -676,6 +733,7 @@ def main():
         check_node_port_advertise(helm, c)
         check_all_features(helm, c)
         check_variants(helm, c)
+        check_fabric(helm, c)
         check_refusals(helm, c)
         if a.strait:
             c.section("the chart's appVersion is the binary's version")
