@@ -22,9 +22,9 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <thread>
 
+#include "base/thread_annotations.h"
 #include "tunnel/device.h"
 #include "tunnel/icmp_echo.h"
 #include "tunnel/netns.h"
@@ -158,10 +158,9 @@ struct Gateway::Impl {
   int stopFd = -1;  // eventfd: ends the probe loop
   std::thread probeThread;
 
-  mutable std::mutex mu;
-  // ---- guarded by mu ----
-  PublicKey publicKey{};
-  std::map<std::string, PeerEntry> peers;
+  mutable base::Mutex mu;
+  PublicKey publicKey GUARDED_BY(mu){};
+  std::map<std::string, PeerEntry> peers GUARDED_BY(mu);
 };
 
 base::Status Gateway::Impl::open() {
@@ -243,7 +242,7 @@ void Gateway::Impl::probeLoop() {
     if (now >= nextSend) {
       std::vector<std::pair<std::string, IpAddress>> targets;
       {
-        std::lock_guard lock(mu);
+        base::MutexLock lock(mu);
         for (const auto& [name, e] : peers) {
           if (e.probeAddress) targets.emplace_back(name, *e.probeAddress);
         }
@@ -277,7 +276,7 @@ void Gateway::Impl::probeLoop() {
       auto rtt = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() -
                                                                        it->second.sent);
       {
-        std::lock_guard lock(mu);
+        base::MutexLock lock(mu);
         auto peer = peers.find(it->second.peer);
         if (peer != peers.end() && peer->second.probeAddress == it->second.target) {
           peer->second.lastProbeAnswer = std::chrono::system_clock::now();
@@ -333,7 +332,10 @@ base::Result<std::unique_ptr<Gateway>> Gateway::start(GatewayOptions options) {
                     ? std::string("agent's network namespace")
                     : "network namespace " + impl->options.netnsPath;
   impl->probeSource = probeSource;
-  impl->publicKey = *publicKey;
+  {
+    base::MutexLock lock(impl->mu);
+    impl->publicKey = *publicKey;
+  }
   base::Status opened = runInNetns(impl->options.netnsPath, [&] { return impl->open(); });
   if (!opened.ok()) {
     base::Error e = opened.error();
@@ -341,9 +343,12 @@ base::Result<std::unique_ptr<Gateway>> Gateway::start(GatewayOptions options) {
                   impl->options.interfaceName, impl->options.netnsPath, e.message);
     return e;  // ~Impl removes what open() created
   }
-  spdlog::info("event=gateway_up interface={} netns={} listen_port={} tun_offload={} probe_source={}",
-               impl->options.interfaceName, impl->options.netnsPath, impl->device->listenPort(),
-               impl->tun.vnetHdr, impl->options.probeSource);
+  spdlog::info(
+      "event=gateway_up interface={} netns={} listen_port={} tun_offload={} probe_source={} "
+      "probe_socket={}",
+      impl->options.interfaceName, impl->options.netnsPath, impl->device->listenPort(),
+      impl->tun.vnetHdr, impl->options.probeSource,
+      !impl->echo ? "none" : impl->echo->raw() ? "raw" : "ping");
   return std::unique_ptr<Gateway>(new Gateway(std::move(impl)));
 }
 
@@ -356,7 +361,7 @@ Gateway::~Gateway() {
 }
 
 PublicKey Gateway::publicKey() const {
-  std::lock_guard lock(impl_->mu);
+  base::MutexLock lock(impl_->mu);
   return impl_->publicKey;
 }
 
@@ -367,7 +372,7 @@ base::Status Gateway::upsertPeer(const std::string& name, const GatewayPeer& pee
   auto checked = checkPeer(name, peer);
   if (!checked.ok()) return checked.error();
   PeerEntry entry = std::move(*checked);
-  std::lock_guard lock(g.mu);
+  base::MutexLock lock(g.mu);
   if (peer.publicKey == g.publicKey) {
     return makeError(Code::Invalid, "peer \"" + name + "\": publicKey is this gateway's own key",
                      "publicKey");
@@ -439,7 +444,7 @@ base::Status Gateway::upsertPeer(const std::string& name, const GatewayPeer& pee
 
 bool Gateway::removePeer(const std::string& name) {
   Impl& g = *impl_;
-  std::lock_guard lock(g.mu);
+  base::MutexLock lock(g.mu);
   auto it = g.peers.find(name);
   if (it == g.peers.end()) return false;
   g.device->removePeer(it->second.config.publicKey);
@@ -454,7 +459,7 @@ bool Gateway::removePeer(const std::string& name) {
 }
 
 std::vector<std::string> Gateway::peerNames() const {
-  std::lock_guard lock(impl_->mu);
+  base::MutexLock lock(impl_->mu);
   std::vector<std::string> names;
   for (const auto& [name, e] : impl_->peers) names.push_back(name);
   return names;
@@ -463,7 +468,7 @@ std::vector<std::string> Gateway::peerNames() const {
 std::optional<GatewayPeerStatus> Gateway::peerStatus(const std::string& name) const {
   Impl& g = *impl_;
   DeviceSnapshot snapshot = g.device->snapshot();
-  std::lock_guard lock(g.mu);
+  base::MutexLock lock(g.mu);
   auto it = g.peers.find(name);
   if (it == g.peers.end()) return std::nullopt;
   GatewayPeerStatus s;
@@ -485,7 +490,7 @@ base::Status Gateway::setPrivateKey(const PrivateKey& key) {
   if (key.isZero() || !publicKey) {
     return makeError(Code::Invalid, "private key is unset or refused by X25519", "privateKey");
   }
-  std::lock_guard lock(g.mu);
+  base::MutexLock lock(g.mu);
   for (const auto& [name, e] : g.peers) {
     if (e.config.publicKey == *publicKey) {
       return makeError(Code::Conflict, "the new private key's public key is peer \"" + name + "\"'s",

@@ -35,8 +35,8 @@ IpPrefix prefix(const std::string& text) {
   return p.ok() ? *p : IpPrefix{};
 }
 
-// Speaks the UAPI protocol on `socketPath` ("get=1"), as `wg show` does.
-std::string uapiGet(const std::string& socketPath) {
+// Sends one UAPI request on `socketPath` as `wg` does; returns the response.
+std::string uapiRequest(const std::string& socketPath, const std::string& request) {
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un sa{};
   sa.sun_family = AF_UNIX;
@@ -45,7 +45,6 @@ std::string uapiGet(const std::string& socketPath) {
     close(fd);
     return "connect failed: " + std::string(strerror(errno));
   }
-  std::string request = "get=1\n\n";
   (void)!write(fd, request.data(), request.size());
   std::string response;
   char buf[4096];
@@ -58,6 +57,8 @@ std::string uapiGet(const std::string& socketPath) {
   close(fd);
   return response;
 }
+
+std::string uapiGet(const std::string& socketPath) { return uapiRequest(socketPath, "get=1\n\n"); }
 
 std::string hexKey(const PublicKey& k) { return toHex(Bytes(k.data(), k.size())); }
 
@@ -232,6 +233,38 @@ TEST_F(GatewayTest, TunnelComesUpAcrossOverlappingPodCidrs) {
   auto bSide = b_.gateway->peerStatus("a");
   ASSERT_TRUE(bSide);
   EXPECT_GE(bSide->rxBytes, 5 * 1000u);
+}
+
+// `up` needs the remote gateway's kernel to answer the probe through the tunnel, not only a
+// fresh handshake.
+TEST_F(GatewayTest, UpFollowsProbeAnswers) {
+  ASSERT_NO_FATAL_FAILURE(startBothAndPeer());
+  ASSERT_TRUE(waitUp(a_, "b"));
+  auto r = lab_->exec(b_.ns, {"sysctl", "-qw", "net.ipv4.icmp_echo_ignore_all=1"});
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_TRUE(e2e::waitFor([&] { return !a_.gateway->peerStatus("b")->up; }, 10s, 50ms))
+      << "still up although b's kernel ignores echo requests";
+  auto s = a_.gateway->peerStatus("b");
+  EXPECT_GT(s->lastHandshakeUnix, time(nullptr) - 60) << "the handshake is fresh";
+  r = lab_->exec(b_.ns, {"sysctl", "-qw", "net.ipv4.icmp_echo_ignore_all=0"});
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_TRUE(waitUp(a_, "b"));
+}
+
+// A port change through the UAPI socket rebinds inside the gateway's namespace.
+TEST_F(GatewayTest, UapiListenPortChangeStaysInTheNamespace) {
+  ASSERT_NO_FATAL_FAILURE(start(a_));
+  uint16_t before = a_.gateway->listenPort();
+  std::string response = uapiRequest(uapiPath(a_), "set=1\nlisten_port=0\n\n");
+  ASSERT_NE(response.find("errno=0"), std::string::npos) << response;
+  uint16_t after = a_.gateway->listenPort();
+  ASSERT_NE(after, before);
+  std::string sockets = lab_->exec(a_.ns, {"ss", "-uln"}).out;
+  EXPECT_NE(sockets.find(":" + std::to_string(after) + " "), std::string::npos) << sockets;
+  EXPECT_EQ(sockets.find(":" + std::to_string(before) + " "), std::string::npos) << sockets;
+  EXPECT_EQ(e2e::runCommand({"ss", "-uln"}).out.find(":" + std::to_string(after) + " "),
+            std::string::npos)
+      << "bound in the test's own namespace";
 }
 
 // `wg show` (wireguard-tools) lists the peer through the gateway's UAPI socket.
