@@ -1,0 +1,695 @@
+// The network fabric end to end, as root, on the process runtime with real kubectl (a fresh
+// KUBECACHEDIR per call), real helm, real curl/ping/socat inside real Pods and wg(8) on the
+// agents' UAPI sockets:
+//
+//  - FabricDaemonSetTest: the chart's fabric DaemonSet (helm template, kubectl apply) runs
+//    `strait fabric` as hostNetwork Pods in each node namespace of a two-node cluster with
+//    its ServiceAccount's in-cluster config (RBAC enforced); the routes of every node but the
+//    gateway node follow a hand-written strait-fabric ConfigMap, a bad entry is ignored with
+//    a warning in the Pod's log, and deleting the ConfigMap removes them all.
+//  - FabricTest: two process-runtime clusters with the SAME pod CIDR 10.244.0.0/16, each
+//    agent running its gateway in its first node's namespace (--gateway --gateway-netns
+//    --gateway-node), the fabric DaemonSet in both, `strait peer` (push; pull in the second
+//    test), namespace demo offloaded and a Deployment that bursts into the cloud. Then
+//    traffic between a home Pod and an offloaded Pod both ways (curl, ping, 100 MB with
+//    SHA-256), `wg show` on both gateways, `strait status`, the counters, a cut of the UDP
+//    path on the host (nft) and its heal, and unpeer leaving no peer, route or rule.
+//
+// Without root (or the process runtime's tools, or helm) every test is skipped with why.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "e2e/offload_fixture.h"
+
+namespace strait::e2e {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+std::string helmBinary() {
+  std::filesystem::path helm =
+      std::filesystem::path(straitBinary()).parent_path() / "tools" / "helm";
+  return ::access(helm.c_str(), X_OK) == 0 ? helm.string() : "";
+}
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string l; std::getline(in, l);) {
+    if (!trimmed(l).empty()) out.push_back(trimmed(l));
+  }
+  return out;
+}
+
+// The network namespace of node `node` of process-runtime cluster `cluster`
+// ("<marker>-<cluster>-<node>"); "" when there is none.
+std::string nodeNetns(const std::string& cluster, const std::string& node) {
+  for (const std::string& l : lines(runCommand({"ip", "netns", "list"}).out)) {
+    std::string name = l.substr(0, l.find(' '));
+    std::string suffix = "-" + cluster + "-" + node;
+    if (name.size() > suffix.size() && name.compare(0, 2, "st") == 0 &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return name;
+    }
+  }
+  return "";
+}
+
+// `ip route` in namespace `ns`, Strait's routes only (rtnetlink protocol 199) when `own`.
+std::string routesIn(const std::string& ns, bool own) {
+  std::vector<std::string> argv = {"ip", "-n", ns, "route", "show"};
+  if (own) argv.insert(argv.end(), {"proto", "199"});
+  return runCommand(argv).out;
+}
+
+// An IPv4 address as a 32-bit number; 0 when malformed.
+uint32_t ipv4(const std::string& text) {
+  unsigned a, b, c, d;
+  if (std::sscanf(text.c_str(), "%u.%u.%u.%u", &a, &b, &c, &d) != 4) return 0;
+  return (a << 24) | (b << 16) | (c << 8) | d;
+}
+std::string ipv4Text(uint32_t v) {
+  return std::to_string(v >> 24) + "." + std::to_string((v >> 16) & 255) + "." +
+         std::to_string((v >> 8) & 255) + "." + std::to_string(v & 255);
+}
+bool inPrefix(const std::string& ip, const std::string& cidr) {
+  int bits = std::stoi(cidr.substr(cidr.find('/') + 1));
+  uint32_t mask = bits == 0 ? 0 : ~uint32_t(0) << (32 - bits);
+  return (ipv4(ip) & mask) == (ipv4(cidr.substr(0, cidr.find('/'))) & mask);
+}
+// `ip` moved from its prefix `from` ("10.244.0.0/16") into `to` (same length).
+std::string translate(const std::string& ip, const std::string& from, const std::string& to) {
+  int bits = std::stoi(from.substr(from.find('/') + 1));
+  uint32_t mask = bits == 0 ? 0 : ~uint32_t(0) << (32 - bits);
+  uint32_t toNet = ipv4(to.substr(0, to.find('/')));
+  return ipv4Text((toNet & mask) | (ipv4(ip) & ~mask));
+}
+
+class FabricTestBase : public OffloadSuite {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "the network fabric needs root (network namespaces)";
+    if (std::string why = processRuntimeUnavailable(); !why.empty()) {
+      GTEST_SKIP() << "the process runtime is unavailable: " << why;
+    }
+    if (helmBinary().empty()) GTEST_SKIP() << "no helm in <build>/tools (scripts/install-deps.sh)";
+    for (const char* tool : {"wg", "socat", "ping", "curl", "sha256sum", "nft"}) {
+      if (runCommand({"sh", "-c", std::string("command -v ") + tool}).exitCode != 0) {
+        GTEST_SKIP() << tool << " not installed (scripts/install-deps.sh)";
+      }
+    }
+    OffloadSuite::SetUp();
+    suffix_ = std::to_string(::getpid());
+  }
+
+  void TearDown() override {
+    if (!nftTable_.empty()) runCommand({"nft", "delete", "table", "inet", nftTable_});
+    stopAll();
+  }
+
+  // kubectl against `c` with a fresh KUBECACHEDIR and a timeout of its own.
+  CommandResult kc(const Minicluster& c, const std::vector<std::string>& args,
+                   std::chrono::milliseconds timeout = 60s, const std::string& stdinText = "") {
+    std::vector<std::string> argv = {"kubectl", "--kubeconfig", c.kubeconfig()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Env env = {{"KUBECACHEDIR", dir_->path() + "/kc" + std::to_string(++calls_)},
+               {"HOME", dir_->path()}};
+    return runCommand(argv, env, timeout, stdinText);
+  }
+
+  // The real Nodes of `c` (no virtual node), sorted by name, with their InternalIP.
+  std::vector<std::pair<std::string, std::string>> realNodes(const Minicluster& c) {
+    std::vector<std::pair<std::string, std::string>> out;
+    json nodes = getJson(c, {"nodes"});
+    for (const json& n : nodes.value("items", json::array())) {
+      if (n["metadata"].value("labels", json::object()).contains("strait.io/virtual-node")) {
+        continue;
+      }
+      std::string ip;
+      for (const json& a : n["status"].value("addresses", json::array())) {
+        if (a.value("type", "") == "InternalIP") ip = a.value("address", "");
+      }
+      out.emplace_back(n["metadata"]["name"].get<std::string>(), ip);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // Applies the chart's fabric (helm template --show-only templates/fabric.yaml, image
+  // `strait`, which the clusters map to the built binary) and waits for one Running fabric
+  // Pod per real node. Returns "" or what failed.
+  std::string installFabric(const Minicluster& c) {
+    CommandResult ns = kc(c, {"get", "namespace", "strait-system"});
+    if (ns.exitCode != 0) {
+      CommandResult made = kc(c, {"create", "namespace", "strait-system"});
+      if (made.exitCode != 0) return "create namespace strait-system: " + made.describe();
+    }
+    std::string chart = (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() /
+                         "charts" / "strait")
+                            .string();
+    CommandResult rendered = runCommand(
+        {helmBinary(), "template", "strait", chart, "-n", "strait-system", "--set",
+         "clusterName=fabric-test", "--set", "fabric.enabled=true", "--set",
+         "fabric.extraArgs={--resync=2s}", "--show-only", "templates/fabric.yaml"},
+        {{"HOME", dir_->path()}, {"HELM_CACHE_HOME", dir_->file("helm-cache")},
+         {"HELM_CONFIG_HOME", dir_->file("helm-config")},
+         {"HELM_DATA_HOME", dir_->file("helm-data")}});
+    if (rendered.exitCode != 0) return "helm template: " + rendered.describe();
+    CommandResult applied = kc(c, {"apply", "-f", "-"}, 60s, rendered.out);
+    if (applied.exitCode != 0) return "kubectl apply: " + applied.describe();
+    size_t want = realNodes(c).size();
+    json pods;
+    bool ok = waitFor([&] {
+      pods = getJson(c, {"pods", "-n", "strait-system", "-l", "app.kubernetes.io/component=fabric"});
+      size_t running = 0;
+      for (const json& p : pods.value("items", json::array())) {
+        if (p["status"].value("phase", "") == "Running") ++running;
+      }
+      return running == want;
+    }, 90s, 500ms);
+    if (!ok) return "fabric Pods not Running on every node: " + pods.dump();
+    return "";
+  }
+
+  // The fabric Pod's log on `node`.
+  std::string fabricLog(const Minicluster& c, const std::string& node) {
+    json pods = getJson(c, {"pods", "-n", "strait-system", "-l",
+                            "app.kubernetes.io/component=fabric", "--field-selector",
+                            "spec.nodeName=" + node});
+    if (pods.value("items", json::array()).empty()) return "";
+    std::string name = pods["items"][0]["metadata"]["name"];
+    return kc(c, {"logs", "-n", "strait-system", name}).out;
+  }
+
+  std::string suffix_;
+  std::string nftTable_;
+  int calls_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------
+
+class FabricDaemonSetTest : public FabricTestBase {};
+
+TEST_F(FabricDaemonSetTest, RoutesFollowTheConfigMapOnEveryNodeButTheGateway) {
+  home_ = new Minicluster();
+  ASSERT_EQ(home_->start("fabds-" + suffix_, 60s,
+                         {"--runtime", "process", "--nodes", "3", "--local-image",
+                          "strait=" + straitBinary()}),
+            "");
+  auto nodes = realNodes(*home_);
+  ASSERT_EQ(nodes.size(), 3u);
+  std::vector<std::string> netns;
+  for (const auto& [node, ip] : nodes) {
+    netns.push_back(nodeNetns("fabds-" + suffix_, node));
+    ASSERT_FALSE(netns.back().empty()) << node << runCommand({"ip", "netns", "list"}).out;
+    ASSERT_FALSE(ip.empty()) << node;
+  }
+  ASSERT_EQ(installFabric(*home_), "");
+
+  const std::string gwNode = nodes[0].first, gwIp = nodes[0].second;
+  auto configMap = [&](const std::string& cidrs) {
+    return json{{"apiVersion", "v1"},
+                {"kind", "ConfigMap"},
+                {"metadata", {{"name", "strait-fabric"}, {"namespace", "strait-system"}}},
+                {"data", {{"gatewayNode", gwNode}, {"gatewayIP", gwIp}, {"cidrs", cidrs}}}}
+        .dump();
+  };
+  CommandResult applied =
+      kc(*home_, {"apply", "-f", "-"}, 60s, configMap("10.240.0.0/16,banana,10.241.0.0/16"));
+  ASSERT_EQ(applied.exitCode, 0) << applied.describe();
+
+  // Every node but the gateway node routes both valid CIDRs via the gateway's address.
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    EXPECT_TRUE(waitFor([&] {
+      std::string r = routesIn(netns[i], true);
+      return r.find("10.240.0.0/16 via " + gwIp) != std::string::npos &&
+             r.find("10.241.0.0/16 via " + gwIp) != std::string::npos;
+    }, 30s, 200ms))
+        << nodes[i].first << ": " << routesIn(netns[i], false) << fabricLog(*home_, nodes[i].first);
+  }
+  EXPECT_EQ(routesIn(netns[0], true), "") << "the gateway node routes nothing by the fabric";
+  // The bad entry is named in the log of each fabric, the change logged.
+  std::string log1 = fabricLog(*home_, nodes[1].first);
+  EXPECT_NE(log1.find("event=bad_entry"), std::string::npos) << log1;
+  EXPECT_NE(log1.find("cidrs entry 2 \\\"banana\\\""), std::string::npos) << log1;
+  EXPECT_NE(log1.find("event=route_added route=\"10.240.0.0/16 via " + gwIp + "\""),
+            std::string::npos)
+      << log1;
+  std::string log0 = fabricLog(*home_, gwNode);
+  EXPECT_NE(log0.find("this_node_is_gateway=true"), std::string::npos) << log0;
+
+  // A route removed by hand comes back (resync), one the fabric does not own stays.
+  ASSERT_EQ(runCommand({"ip", "-n", netns[2], "route", "del", "10.241.0.0/16"}).exitCode, 0);
+  ASSERT_EQ(runCommand({"ip", "-n", netns[2], "route", "add", "10.250.0.0/16", "via", gwIp})
+                .exitCode,
+            0);
+  EXPECT_TRUE(waitFor([&] {
+    return routesIn(netns[2], true).find("10.241.0.0/16 via " + gwIp) != std::string::npos;
+  }, 15s, 200ms))
+      << routesIn(netns[2], false);
+
+  // A CIDR dropped from the ConfigMap goes; the others stay.
+  applied = kc(*home_, {"apply", "-f", "-"}, 60s, configMap("10.241.0.0/16"));
+  ASSERT_EQ(applied.exitCode, 0) << applied.describe();
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    EXPECT_TRUE(waitFor([&] {
+      std::string r = routesIn(netns[i], true);
+      return r.find("10.240.0.0/16") == std::string::npos &&
+             r.find("10.241.0.0/16 via " + gwIp) != std::string::npos;
+    }, 15s, 200ms))
+        << routesIn(netns[i], false);
+  }
+
+  // The ConfigMap deleted: every route of the fabric goes, the foreign one stays.
+  ASSERT_EQ(kc(*home_, {"delete", "configmap", "-n", "strait-system", "strait-fabric"}).exitCode, 0);
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    EXPECT_TRUE(waitFor([&] { return routesIn(netns[i], true).empty(); }, 15s, 200ms))
+        << routesIn(netns[i], false);
+  }
+  EXPECT_NE(routesIn(netns[2], false).find("10.250.0.0/16 via " + gwIp), std::string::npos);
+
+  // The fabric's ServiceAccount may read that ConfigMap and nothing else.
+  CommandResult canOther = kc(*home_, {"auth", "can-i", "get", "configmap/strait-agent", "-n",
+                                       "strait-system", "--as",
+                                       "system:serviceaccount:strait-system:strait-fabric"});
+  EXPECT_EQ(trimmed(canOther.out), "no") << canOther.describe();
+  CommandResult canOwn = kc(*home_, {"auth", "can-i", "watch", "configmap/strait-fabric", "-n",
+                                     "strait-system", "--as",
+                                     "system:serviceaccount:strait-system:strait-fabric"});
+  EXPECT_EQ(trimmed(canOwn.out), "yes") << canOwn.describe();
+}
+
+// ---------------------------------------------------------------------------------------
+
+constexpr const char* kPodCidr = "10.244.0.0/16";
+
+class FabricTest : public FabricTestBase {
+ protected:
+  struct Side {
+    Minicluster* cluster = nullptr;
+    std::string name;           // cluster name
+    std::string gatewayNode, gatewayIp, gatewayNetns;
+    std::string interface;      // the gateway's TUN interface and UAPI socket name
+    int port = 0;               // the gateway's UDP port
+    std::vector<std::string> netns;  // every node namespace
+  };
+
+  // Two clusters with the same pod CIDR, their agents with a gateway, the fabric in both,
+  // the peering (`mode` push or pull), demo offloaded, the tunnel Up. Returns "" or what
+  // failed.
+  std::string setUpFabric(const std::string& mode) {
+    OffloadSetup s;
+    std::vector<std::string> clusterArgs = {"--runtime", "process", "--nodes", "2", "--node-cpu",
+                                            "1", "--pod-cidr", kPodCidr, "--local-image",
+                                            "strait=" + straitBinary()};
+    s.homeArgs = clusterArgs;
+    s.cloudArgs = clusterArgs;
+    s.cloudArgs[5] = "4";  // cloud nodes: 4 CPUs
+    if (std::string e = startClusters(s); !e.empty()) return e;
+    homeSide_.cluster = OffloadSuite::home_;
+    cloudSide_.cluster = OffloadSuite::cloud_;
+    homeSide_.name = "home-" + suffix_;
+    cloudSide_.name = "cloud-" + suffix_;
+    int base = 40000 + (::getpid() % 10000) * 2;
+    homeSide_.port = base;
+    cloudSide_.port = base + 1;
+    homeSide_.interface = "sfh" + suffix_;
+    cloudSide_.interface = "sfc" + suffix_;
+    for (Side* side : {&homeSide_, &cloudSide_}) {
+      auto nodes = realNodes(*side->cluster);
+      if (nodes.size() != 2) return side->name + ": expected 2 nodes";
+      for (const auto& n : nodes) {
+        side->netns.push_back(nodeNetns(side->name, n.first));
+        if (side->netns.back().empty()) return side->name + ": no namespace for " + n.first;
+      }
+      side->gatewayNode = nodes[0].first;
+      side->gatewayIp = nodes[0].second;
+      side->gatewayNetns = side->netns[0];
+      for (const std::string& ns : side->netns) rulesBefore_[ns] = rules(ns);
+    }
+    auto gatewayArgs = [](const Side& side) {
+      return std::vector<std::string>{"--gateway", "--gateway-netns",
+                                      "/run/netns/" + side.gatewayNetns, "--gateway-node",
+                                      side.gatewayNode, "--gateway-port", std::to_string(side.port),
+                                      "--gateway-interface", side.interface, "--pod-cidr", kPodCidr};
+    };
+    s.homeAgentArgs = gatewayArgs(homeSide_);
+    s.cloudAgentArgs = gatewayArgs(cloudSide_);
+    if (std::string e = startAgents(s); !e.empty()) return e;
+    for (Side* side : {&homeSide_, &cloudSide_}) {
+      if (std::string e = installFabric(*side->cluster); !e.empty()) return side->name + ": " + e;
+    }
+    std::vector<std::string> peerArgs = {"--cpu", "8", "--memory", "16Gi", "--pods", "50"};
+    if (mode == "pull") peerArgs.insert(peerArgs.end(), {"--mode", "pull"});
+    if (std::string e = peer(peerArgs); !e.empty()) return e;
+    if (std::string e = offloadNamespace("demo"); !e.empty()) return e;
+    json row;
+    if (!waitFor([&] {
+          row = statusRow(*homeSide_.cluster);
+          return row.value("tunnel", "") == "True";
+        }, 60s, 500ms)) {
+      return "the tunnel did not come Up: " + row.dump() + agentLogs();
+    }
+    return "";
+  }
+
+  json statusRow(const Minicluster& c) {
+    CommandResult r = strait({"status", "--kubeconfig", c.kubeconfig(), "-o", "json"}, 30s);
+    if (r.exitCode != 0) return json();
+    json rows = json::parse(r.out, nullptr, false);
+    if (rows.is_object() && rows.contains("items")) rows = rows["items"];
+    return rows.is_array() && rows.size() == 1 ? rows[0] : json();
+  }
+
+  static std::string rules(const std::string& ns) {
+    return runCommand({"ip", "-n", ns, "rule", "show"}).out;
+  }
+
+  // A Pod running agnhost netexec on 8080, from YAML; waits until Running with a podIP.
+  json runServerPod(const Minicluster& c, const std::string& ns, const std::string& name) {
+    std::string manifest = json{{"apiVersion", "v1"},
+                                {"kind", "Pod"},
+                                {"metadata", {{"name", name}, {"namespace", ns}}},
+                                {"spec",
+                                 {{"containers",
+                                   json::array({{{"name", "web"},
+                                                 {"image", "registry.k8s.io/e2e-test-images/agnhost:2.47"},
+                                                 {"args", json::array({"netexec", "--http-port=8080"})},
+                                                 {"ports", json::array({{{"containerPort", 8080}}})}}})}}}}
+                               .dump();
+    CommandResult r = kc(c, {"apply", "-f", "-"}, 60s, manifest);
+    if (r.exitCode != 0) return json();
+    return waitRunning(c, ns, name);
+  }
+
+  json waitRunning(const Minicluster& c, const std::string& ns, const std::string& name) {
+    json pod;
+    waitFor([&] {
+      pod = getJson(c, {"pod", "-n", ns, name});
+      return pod.is_object() && pod["status"].value("phase", "") == "Running" &&
+             !pod["status"].value("podIP", "").empty();
+    }, 90s, 500ms);
+    return pod;
+  }
+
+  // Runs `sh -c script` in `pod` of `c` (kubectl exec).
+  CommandResult execIn(const Minicluster& c, const std::string& ns, const std::string& pod,
+                       const std::string& script, std::chrono::milliseconds timeout = 60s) {
+    return kc(c, {"exec", "-n", ns, pod, "--", "sh", "-c", script}, timeout);
+  }
+
+  // `wg show <interface> <what>` against the gateway's UAPI socket.
+  static std::string wg(const Side& side, const std::string& what) {
+    return runCommand({"wg", "show", side.interface, what}).out;
+  }
+  // The transfer counters (rx, tx) of the gateway's only peer; {-1,-1} when not exactly one.
+  static std::pair<long long, long long> transfer(const Side& side) {
+    auto l = lines(wg(side, "transfer"));
+    if (l.size() != 1) return {-1, -1};
+    std::stringstream in(l[0]);
+    std::string key;
+    long long rx = -1, tx = -1;
+    in >> key >> rx >> tx;
+    return {rx, tx};
+  }
+
+  // Blocks the gateways' UDP ports in the host's forward path (the clusters' only link).
+  std::string cutUdp() {
+    nftTable_ = "strait-fabric-test-" + suffix_;
+    std::string script = "table inet " + nftTable_ + " {\n  chain forward {\n" +
+                         "    type filter hook forward priority -10; policy accept;\n" +
+                         "    udp dport { " + std::to_string(homeSide_.port) + ", " +
+                         std::to_string(cloudSide_.port) + " } drop\n" +
+                         "    udp sport { " + std::to_string(homeSide_.port) + ", " +
+                         std::to_string(cloudSide_.port) + " } drop\n  }\n}\n";
+    CommandResult r = runCommand({"nft", "-f", "-"}, {}, 10s, script);
+    return r.exitCode == 0 ? "" : r.describe();
+  }
+  void healUdp() {
+    runCommand({"nft", "delete", "table", "inet", nftTable_});
+    nftTable_.clear();
+  }
+
+  // Deletes the demo namespace, unpeers, and checks that no peer, route or rule is left.
+  void unpeerAndCheckClean(const std::vector<std::string>& remoteCidrs) {
+    CommandResult del = kc(*homeSide_.cluster, {"delete", "namespace", "demo", "--wait",
+                                            "--timeout=120s"}, 150s);
+    EXPECT_EQ(del.exitCode, 0) << del.describe();
+    CommandResult un = strait({"unpeer", "--kubeconfig", homeSide_.cluster->kubeconfig(),
+                               "--remote-kubeconfig", cloudSide_.cluster->kubeconfig(), "--timeout",
+                               "2m"},
+                              150s);
+    ASSERT_EQ(un.exitCode, 0) << un.describe() << agentLogs();
+    for (const Side* side : {&homeSide_, &cloudSide_}) {
+      EXPECT_TRUE(waitFor([&] { return trimmed(wg(*side, "peers")).empty(); }, 30s, 500ms))
+          << side->name << ": " << runCommand({"wg", "show", side->interface}).out;
+      for (const std::string& ns : side->netns) {
+        EXPECT_TRUE(waitFor([&] {
+          if (!routesIn(ns, true).empty()) return false;
+          std::string all = routesIn(ns, false);
+          for (const std::string& cidr : remoteCidrs) {
+            if (all.find(cidr) != std::string::npos) return false;
+          }
+          return true;
+        }, 30s, 500ms))
+            << ns << ": " << routesIn(ns, false);
+        EXPECT_EQ(rules(ns), rulesBefore_[ns]) << ns;
+      }
+    }
+  }
+
+  std::string diagnostics() {
+    return "\nhome pods:\n" + kc(*homeSide_.cluster, {"get", "pods", "-A", "-o", "wide"}).out +
+           "cloud pods:\n" + kc(*cloudSide_.cluster, {"get", "pods", "-A", "-o", "wide"}).out +
+           "home status: " + statusRow(*homeSide_.cluster).dump() + "\n" + agentLogs();
+  }
+
+  Side homeSide_, cloudSide_;
+  std::map<std::string, std::string> rulesBefore_;
+};
+
+TEST_F(FabricTest, PushPeeringCarriesHomeToCloudPodTrafficThroughTheTunnel) {
+  std::string err = setUpFabric("push");
+  ASSERT_EQ(err, "") << diagnostics();
+
+  // The home side's view of the cloud's pod CIDR is a remap (both are 10.244.0.0/16), and
+  // every home node but the gateway routes it to the gateway node by the fabric.
+  json row = statusRow(*homeSide_.cluster);
+  std::string cloudSeenHere = row.value("remoteCIDRSeenHere", "");
+  std::string homeSeenThere = row.value("localCIDRSeenThere", "");
+  ASSERT_FALSE(cloudSeenHere.empty()) << row.dump();
+  ASSERT_FALSE(homeSeenThere.empty()) << row.dump();
+  EXPECT_NE(cloudSeenHere, kPodCidr);
+  EXPECT_NE(homeSeenThere, kPodCidr);
+  EXPECT_TRUE(waitFor([&] {
+    return routesIn(homeSide_.netns[1], true).find(cloudSeenHere + " via " + homeSide_.gatewayIp) !=
+           std::string::npos;
+  }, 30s, 500ms))
+      << routesIn(homeSide_.netns[1], false) << fabricLog(*homeSide_.cluster, "node-1");
+  EXPECT_TRUE(waitFor([&] {
+    return routesIn(cloudSide_.netns[1], true).find(homeSeenThere + " via " + cloudSide_.gatewayIp) !=
+           std::string::npos;
+  }, 30s, 500ms))
+      << routesIn(cloudSide_.netns[1], false);
+
+  // A Deployment that bursts into the cloud, and a home Pod outside the offloaded namespace.
+  std::string deployment = R"({"apiVersion":"apps/v1","kind":"Deployment",
+    "metadata":{"name":"web","namespace":"demo"},
+    "spec":{"replicas":3,"selector":{"matchLabels":{"app":"web"}},
+      "template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"web",
+        "image":"registry.k8s.io/e2e-test-images/agnhost:2.47",
+        "args":["netexec","--http-port=8080"],"ports":[{"containerPort":8080}],
+        "resources":{"requests":{"cpu":"700m"}}}]}}}})";
+  ASSERT_EQ(kc(*homeSide_.cluster, {"apply", "-f", "-"}, 60s, deployment).exitCode, 0);
+  ASSERT_EQ(kc(*homeSide_.cluster, {"create", "namespace", "local"}).exitCode, 0);
+  json client = runServerPod(*homeSide_.cluster, "local", "client");
+  ASSERT_TRUE(client.is_object() && !client["status"].value("podIP", "").empty())
+      << client.dump() << diagnostics();
+  std::string clientIp = client["status"]["podIP"];
+
+  json offloaded;
+  std::string remoteNs = remoteNamespace("demo");
+  ASSERT_TRUE(waitFor([&] {
+    json pods = getJson(*homeSide_.cluster, {"pods", "-n", "demo", "-l", "app=web"});
+    for (const json& p : pods.value("items", json::array())) {
+      if (p["spec"].value("nodeName", "") == kVirtualNode &&
+          p["status"].value("phase", "") == "Running" && !p["status"].value("podIP", "").empty()) {
+        offloaded = p;
+        return true;
+      }
+    }
+    return false;
+  }, 120s, 1s))
+      << diagnostics();
+  std::string offloadedName = offloaded["metadata"]["name"];
+  std::string offloadedIp = offloaded["status"]["podIP"];
+  // The podIP reported at home lies in the remap, never in home's own pod CIDR.
+  EXPECT_TRUE(inPrefix(offloadedIp, cloudSeenHere)) << offloadedIp << " " << cloudSeenHere;
+  EXPECT_FALSE(inPrefix(offloadedIp, kPodCidr)) << offloadedIp;
+  // The same Pod in the cloud: its real address, and its hostname.
+  json remote;
+  ASSERT_TRUE(waitFor([&] {
+    json pods = getJson(*cloudSide_.cluster, {"pods", "-n", remoteNs});
+    for (const json& p : pods.value("items", json::array())) {
+      if (p["status"].value("podIP", "") == translate(offloadedIp, cloudSeenHere, kPodCidr)) {
+        remote = p;
+        return true;
+      }
+    }
+    return false;
+  }, 30s, 500ms))
+      << diagnostics();
+  std::string remoteName = remote["metadata"]["name"];
+
+  // Home Pod -> offloaded Pod: curl answers the offloaded Pod's hostname.
+  std::string curl = "curl -s -m 5 http://" + offloadedIp + ":8080/hostname";
+  CommandResult hello;
+  ASSERT_TRUE(waitFor([&] {
+    hello = execIn(*homeSide_.cluster, "local", "client", curl, 20s);
+    return hello.exitCode == 0 && hello.out == remoteName;
+  }, 30s, 1s))
+      << hello.describe() << diagnostics();
+  // Offloaded Pod -> home Pod: the home Pod's address as the cloud sees it; the home Pod sees
+  // the offloaded Pod's address in home's view (the remapped source).
+  std::string clientSeenThere = translate(clientIp, kPodCidr, homeSeenThere);
+  CommandResult back = execIn(*cloudSide_.cluster, remoteNs, remoteName,
+                              "curl -s -m 5 http://" + clientSeenThere + ":8080/clientip", 20s);
+  ASSERT_EQ(back.exitCode, 0) << back.describe() << diagnostics();
+  EXPECT_EQ(back.out.substr(0, back.out.find(':')), offloadedIp) << back.out;
+  CommandResult backName = execIn(*cloudSide_.cluster, remoteNs, remoteName,
+                                  "curl -s -m 5 http://" + clientSeenThere + ":8080/hostname");
+  EXPECT_EQ(backName.out, "client") << backName.describe();
+  // Ping both ways.
+  CommandResult ping1 = execIn(*homeSide_.cluster, "local", "client", "ping -c 3 -W 2 " + offloadedIp);
+  EXPECT_EQ(ping1.exitCode, 0) << ping1.describe();
+  CommandResult ping2 =
+      execIn(*cloudSide_.cluster, remoteNs, remoteName, "ping -c 3 -W 2 " + clientSeenThere);
+  EXPECT_EQ(ping2.exitCode, 0) << ping2.describe();
+
+  // `wg show` on both gateways: one peer, a recent handshake.
+  for (const Side* side : {&homeSide_, &cloudSide_}) {
+    auto hs = lines(wg(*side, "latest-handshakes"));
+    ASSERT_EQ(hs.size(), 1u) << side->name << ": " << wg(*side, "dump");
+    long long when = std::stoll(hs[0].substr(hs[0].find_last_of(" \t") + 1));
+    EXPECT_GT(when, static_cast<long long>(::time(nullptr)) - 180) << hs[0];
+  }
+  // `strait status`: Up with a latency.
+  row = statusRow(*homeSide_.cluster);
+  EXPECT_EQ(row.value("tunnel", ""), "True") << row.dump();
+  EXPECT_TRUE(row["tunnelLatencyMs"].is_number()) << row.dump();
+  CommandResult table = strait({"status", "--kubeconfig", homeSide_.cluster->kubeconfig()});
+  EXPECT_NE(table.out.find("TUNNEL"), std::string::npos) << table.out;
+
+  // 100 MB home -> cloud through the tunnel, SHA-256 on both ends; the counters grow by at
+  // least that much.
+  const long long kBytes = 100LL * 1024 * 1024;
+  std::string file = dir_->file("payload.bin");
+  ASSERT_EQ(runCommand({"sh", "-c", "head -c " + std::to_string(kBytes) + " /dev/urandom > " + file})
+                .exitCode,
+            0);
+  std::string sentSum = runCommand({"sha256sum", file}).out.substr(0, 64);
+  auto homeBefore = transfer(homeSide_);
+  auto cloudBefore = transfer(cloudSide_);
+  BackgroundProcess receiver;
+  std::string startErr;
+  ASSERT_TRUE(receiver.start(
+      {"kubectl", "--kubeconfig", cloudSide_.cluster->kubeconfig(), "exec", "-n", remoteNs, remoteName,
+       "--", "sh", "-c", "socat -u TCP-LISTEN:9000,reuseaddr - | sha256sum"},
+      {{"KUBECACHEDIR", dir_->file("kc-recv")}, {"HOME", dir_->path()}}, dir_->file("recv.out"),
+      dir_->file("recv.err"), &startErr))
+      << startErr;
+  CommandResult send;
+  ASSERT_TRUE(waitFor([&] {
+    send = execIn(*homeSide_.cluster, "local", "client",
+                  "socat -u FILE:" + file + " TCP:" + offloadedIp + ":9000", 300s);
+    return send.exitCode == 0;
+  }, 320s, 1s))
+      << send.describe();
+  ASSERT_TRUE(waitFor([&] { return !receiver.running(); }, 60s, 200ms)) << receiver.stderrText();
+  EXPECT_EQ(receiver.stdoutText().substr(0, 64), sentSum) << receiver.stderrText();
+  auto homeAfter = transfer(homeSide_);
+  auto cloudAfter = transfer(cloudSide_);
+  EXPECT_GE(homeAfter.second - homeBefore.second, kBytes) << "home gateway tx";
+  EXPECT_GE(cloudAfter.first - cloudBefore.first, kBytes) << "cloud gateway rx";
+
+  // Cutting the UDP path: curl fails and TunnelUp goes False within 10 s; healing brings both
+  // back.
+  ASSERT_EQ(cutUdp(), "");
+  auto cutAt = std::chrono::steady_clock::now();
+  EXPECT_TRUE(waitFor([&] { return statusRow(*homeSide_.cluster).value("tunnel", "") == "False"; },
+                      10s, 250ms))
+      << statusRow(*homeSide_.cluster).dump();
+  EXPECT_LE(std::chrono::steady_clock::now() - cutAt, 12s);
+  CommandResult cut = execIn(*homeSide_.cluster, "local", "client",
+                             "curl -s -m 3 http://" + offloadedIp + ":8080/hostname", 20s);
+  EXPECT_NE(cut.exitCode, 0) << cut.describe();
+  healUdp();
+  EXPECT_TRUE(waitFor([&] { return statusRow(*homeSide_.cluster).value("tunnel", "") == "True"; },
+                      30s, 500ms))
+      << statusRow(*homeSide_.cluster).dump();
+  EXPECT_TRUE(waitFor([&] {
+    hello = execIn(*homeSide_.cluster, "local", "client", curl, 20s);
+    return hello.exitCode == 0 && hello.out == remoteName;
+  }, 30s, 1s))
+      << hello.describe();
+
+  unpeerAndCheckClean({cloudSeenHere, homeSeenThere});
+}
+
+TEST_F(FabricTest, PullPeeringCarriesTrafficBothWaysAndUnpeersCleanly) {
+  std::string err = setUpFabric("pull");
+  ASSERT_EQ(err, "") << diagnostics();
+  json row = statusRow(*homeSide_.cluster);
+  EXPECT_EQ(row.value("mode", ""), "pull") << row.dump();
+  std::string cloudSeenHere = row.value("remoteCIDRSeenHere", "");
+  std::string homeSeenThere = row.value("localCIDRSeenThere", "");
+  ASSERT_FALSE(cloudSeenHere.empty() || homeSeenThere.empty()) << row.dump();
+
+  // One Pod on each side: a Pod in demo pinned to the virtual node, one at home.
+  json home = runServerPod(*homeSide_.cluster, "default", "home-web");
+  ASSERT_TRUE(home.is_object()) << diagnostics();
+  std::string pinned = R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"cloud-web","namespace":"demo"},
+    "spec":{"nodeName":")" + std::string(kVirtualNode) + R"(","tolerations":[{"operator":"Exists"}],
+    "containers":[{"name":"web","image":"registry.k8s.io/e2e-test-images/agnhost:2.47",
+    "args":["netexec","--http-port=8080"],"ports":[{"containerPort":8080}]}]}})";
+  ASSERT_EQ(kc(*homeSide_.cluster, {"apply", "-f", "-"}, 60s, pinned).exitCode, 0);
+  json offloaded = waitRunning(*homeSide_.cluster, "demo", "cloud-web");
+  ASSERT_TRUE(offloaded.is_object() && !offloaded["status"].value("podIP", "").empty())
+      << offloaded.dump() << diagnostics();
+  std::string offloadedIp = offloaded["status"]["podIP"];
+  std::string homeIp = home["status"]["podIP"];
+  CommandResult there;
+  ASSERT_TRUE(waitFor([&] {
+    there = execIn(*homeSide_.cluster, "default", "home-web",
+                   "curl -s -m 5 http://" + offloadedIp + ":8080/hostname", 20s);
+    return there.exitCode == 0 && !there.out.empty();
+  }, 30s, 1s))
+      << there.describe() << diagnostics();
+  std::string remoteName = there.out;
+  CommandResult back = execIn(*cloudSide_.cluster, remoteNamespace("demo"), remoteName,
+                              "curl -s -m 5 http://" + translate(homeIp, kPodCidr, homeSeenThere) +
+                                  ":8080/hostname",
+                              20s);
+  EXPECT_EQ(back.exitCode, 0) << back.describe();
+  EXPECT_EQ(back.out, "home-web") << back.describe();
+  for (const Side* side : {&homeSide_, &cloudSide_}) {
+    EXPECT_EQ(lines(wg(*side, "peers")).size(), 1u) << side->name << wg(*side, "dump");
+  }
+  unpeerAndCheckClean({cloudSeenHere, homeSeenThere});
+}
+
+}  // namespace
+}  // namespace strait::e2e
