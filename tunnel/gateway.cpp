@@ -50,8 +50,8 @@ IpAddress translate(const IpAddress& address, const IpPrefix& from, const IpPref
   IpAddress out = address;
   for (int bit = 0; bit < from.bits; ++bit) {
     uint8_t mask = static_cast<uint8_t>(0x80 >> (bit % 8));
-    out.bytes[bit / 8] = static_cast<uint8_t>((out.bytes[bit / 8] & ~mask) |
-                                              (to.address.bytes[bit / 8] & mask));
+    out.bytes[bit / 8] =
+        static_cast<uint8_t>((out.bytes[bit / 8] & ~mask) | (to.address.bytes[bit / 8] & mask));
   }
   return out;
 }
@@ -70,6 +70,12 @@ bool masked(const IpPrefix& p) {
 }
 
 std::string shortKey(const PublicKey& key) { return keyToBase64(key).substr(0, 8); }
+
+bool sameConfig(const GatewayPeer& a, const GatewayPeer& b) {
+  return a.publicKey == b.publicKey && a.endpoint == b.endpoint &&
+         a.persistentKeepalive == b.persistentKeepalive && a.cidr == b.cidr &&
+         a.seenAs == b.seenAs && a.probeTarget == b.probeTarget;
+}
 
 // A peer as the gateway keeps it: what the caller gave and what follows from it here.
 struct PeerEntry {
@@ -125,8 +131,8 @@ base::Result<PeerEntry> checkPeer(const std::string& name, const GatewayPeer& pe
       return invalid("probeTarget", peer.probeTarget + " must be an IPv4 address");
     }
     if (!peer.cidr.contains(*target)) {
-      return invalid("probeTarget", peer.probeTarget + " is not inside the peer's cidr " +
-                                        peer.cidr.toString());
+      return invalid("probeTarget",
+                     peer.probeTarget + " is not inside the peer's cidr " + peer.cidr.toString());
     }
     e.probeAddress = peer.seenAs ? translate(*target, peer.cidr, *peer.seenAs) : *target;
   }
@@ -166,8 +172,7 @@ struct Gateway::Impl {
 base::Status Gateway::Impl::open() {
   const std::string& name = options.interfaceName;
   if (if_nametoindex(name.c_str()) != 0) {
-    return makeError(Code::AlreadyExists,
-                     "interface " + name + " already exists in the " + where);
+    return makeError(Code::AlreadyExists, "interface " + name + " already exists in the " + where);
   }
   auto handle = openTun(name, options.offload);
   if (!handle.ok()) return handle.error();
@@ -259,7 +264,7 @@ void Gateway::Impl::probeLoop() {
       // Requests unanswered for as long as `up` looks back are lost.
       for (auto it = outstanding.begin(); it != outstanding.end();) {
         it = now - it->second.sent > interval * kProbeIntervalsForUp ? outstanding.erase(it)
-                                                                      : std::next(it);
+                                                                     : std::next(it);
       }
       nextSend += interval;
       if (nextSend < now) nextSend = now + interval;
@@ -273,8 +278,8 @@ void Gateway::Impl::probeLoop() {
     while (auto reply = echo->receive()) {
       auto it = outstanding.find(reply->sequence);
       if (it == outstanding.end() || !(it->second.target == reply->from)) continue;
-      auto rtt = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() -
-                                                                       it->second.sent);
+      auto rtt =
+          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - it->second.sent);
       {
         base::MutexLock lock(mu);
         auto peer = peers.find(it->second.peer);
@@ -294,7 +299,8 @@ bool Gateway::Impl::isUp(const PeerEntry& e, int64_t lastHandshakeUnix,
   auto handshake = std::chrono::system_clock::time_point(std::chrono::seconds(lastHandshakeUnix));
   if (now - handshake >= kHandshakeFresh) return false;
   if (!probeSource || !e.probeAddress) return true;  // probes off: the handshake alone
-  return e.lastProbeAnswer && now - *e.lastProbeAnswer <= options.probeInterval * kProbeIntervalsForUp;
+  return e.lastProbeAnswer &&
+         now - *e.lastProbeAnswer <= options.probeInterval * kProbeIntervalsForUp;
 }
 
 base::Result<std::unique_ptr<Gateway>> Gateway::start(GatewayOptions options) {
@@ -302,8 +308,10 @@ base::Result<std::unique_ptr<Gateway>> Gateway::start(GatewayOptions options) {
   if (name.empty() || name.size() >= IFNAMSIZ || name.find('/') != std::string::npos ||
       name.find_first_of(" \t\n:") != std::string::npos || name == "." || name == "..") {
     return makeError(Code::Invalid,
-                     "interface name \"" + name + "\" must be 1 to 15 characters without '/', ':' "
-                     "or spaces", "interfaceName");
+                     "interface name \"" + name +
+                         "\" must be 1 to 15 characters without '/', ':' "
+                         "or spaces",
+                     "interfaceName");
   }
   if (options.mtu < 576 || options.mtu > 65535) {
     return makeError(Code::Invalid, "mtu " + std::to_string(options.mtu) + " must be 576 to 65535",
@@ -328,9 +336,8 @@ base::Result<std::unique_ptr<Gateway>> Gateway::start(GatewayOptions options) {
   }
 
   auto impl = std::make_unique<Impl>(std::move(options));
-  impl->where = impl->options.netnsPath.empty()
-                    ? std::string("agent's network namespace")
-                    : "network namespace " + impl->options.netnsPath;
+  impl->where = impl->options.netnsPath.empty() ? std::string("agent's network namespace")
+                                                : "network namespace " + impl->options.netnsPath;
   impl->probeSource = probeSource;
   {
     base::MutexLock lock(impl->mu);
@@ -348,7 +355,9 @@ base::Result<std::unique_ptr<Gateway>> Gateway::start(GatewayOptions options) {
       "probe_socket={}",
       impl->options.interfaceName, impl->options.netnsPath, impl->device->listenPort(),
       impl->tun.vnetHdr, impl->options.probeSource,
-      !impl->echo ? "none" : impl->echo->raw() ? "raw" : "ping");
+      !impl->echo         ? "none"
+      : impl->echo->raw() ? "raw"
+                          : "ping");
   return std::unique_ptr<Gateway>(new Gateway(std::move(impl)));
 }
 
@@ -380,22 +389,25 @@ base::Status Gateway::upsertPeer(const std::string& name, const GatewayPeer& pee
   for (const auto& [other, e] : g.peers) {
     if (other == name) continue;
     if (e.config.publicKey == peer.publicKey) {
-      return makeError(Code::Conflict, "peer \"" + name + "\": publicKey " + shortKey(peer.publicKey) +
-                                           "... already belongs to peer \"" + other + "\"",
+      return makeError(Code::Conflict,
+                       "peer \"" + name + "\": publicKey " + shortKey(peer.publicKey) +
+                           "... already belongs to peer \"" + other + "\"",
                        "publicKey");
     }
     if (overlaps(e.localPrefix, entry.localPrefix)) {
-      return makeError(Code::Conflict, "peer \"" + name + "\": " + entry.localPrefix.toString() +
-                                           " (its cidr as seen here) overlaps " +
-                                           e.localPrefix.toString() + " of peer \"" + other + "\"",
+      return makeError(Code::Conflict,
+                       "peer \"" + name + "\": " + entry.localPrefix.toString() +
+                           " (its cidr as seen here) overlaps " + e.localPrefix.toString() +
+                           " of peer \"" + other + "\"",
                        peer.seenAs ? "seenAs" : "cidr");
     }
   }
   if (g.probeSource && entry.localPrefix.contains(*g.probeSource)) {
-    return makeError(Code::Invalid, "peer \"" + name + "\": " + entry.localPrefix.toString() +
-                                        " (its cidr as seen here) contains this gateway's probe "
-                                        "source " + g.options.probeSource +
-                                        ": give the peer a seenAs prefix",
+    return makeError(Code::Invalid,
+                     "peer \"" + name + "\": " + entry.localPrefix.toString() +
+                         " (its cidr as seen here) contains this gateway's probe "
+                         "source " +
+                         g.options.probeSource + ": give the peer a seenAs prefix",
                      peer.seenAs ? "seenAs" : "cidr");
   }
 
@@ -415,8 +427,8 @@ base::Status Gateway::upsertPeer(const std::string& name, const GatewayPeer& pee
   update.persistentKeepalive = peer.persistentKeepalive;
   update.replaceAllowedIps = true;
   update.addAllowedIps = {entry.localPrefix};
-  update.remap = peer.seenAs ? std::optional<PrefixRemap>(PrefixRemap{peer.cidr, *peer.seenAs})
-                             : std::nullopt;
+  update.remap =
+      peer.seenAs ? std::optional<PrefixRemap>(PrefixRemap{peer.cidr, *peer.seenAs}) : std::nullopt;
   if (auto st = g.device->updatePeer(peer.publicKey, update); !st.ok()) {
     if (routeIsNew) {
       (void)deleteInterfaceRoute(g.controlSocket, g.options.interfaceName, entry.localPrefix);
@@ -433,11 +445,13 @@ base::Status Gateway::upsertPeer(const std::string& name, const GatewayPeer& pee
     entry.lastProbeAnswer = old->lastProbeAnswer;
     entry.rtt = old->rtt;
   }
-  spdlog::info("event=gateway_peer_set peer={} key={} cidr={} seen_as={} endpoint={} keepalive={} "
-               "probe={}",
-               name, shortKey(peer.publicKey), peer.cidr.toString(), entry.localPrefix.toString(),
-               peer.endpoint ? peer.endpoint->toString() : "-", peer.persistentKeepalive,
-               entry.probeAddress ? entry.probeAddress->toString() : "-");
+  // Callers re-assert their peers periodically: only a change is worth an info line.
+  spdlog::log(old && sameConfig(old->config, peer) ? spdlog::level::debug : spdlog::level::info,
+              "event=gateway_peer_set peer={} key={} cidr={} seen_as={} endpoint={} keepalive={} "
+              "probe={}",
+              name, shortKey(peer.publicKey), peer.cidr.toString(), entry.localPrefix.toString(),
+              peer.endpoint ? peer.endpoint->toString() : "-", peer.persistentKeepalive,
+              entry.probeAddress ? entry.probeAddress->toString() : "-");
   g.peers[name] = std::move(entry);
   return base::Status::OK();
 }
@@ -448,8 +462,8 @@ bool Gateway::removePeer(const std::string& name) {
   auto it = g.peers.find(name);
   if (it == g.peers.end()) return false;
   g.device->removePeer(it->second.config.publicKey);
-  if (auto st = deleteInterfaceRoute(g.controlSocket, g.options.interfaceName,
-                                     it->second.localPrefix);
+  if (auto st =
+          deleteInterfaceRoute(g.controlSocket, g.options.interfaceName, it->second.localPrefix);
       !st.ok()) {
     spdlog::warn("event=route_delete_failed peer={} error=\"{}\"", name, st.error().message);
   }
@@ -493,8 +507,8 @@ base::Status Gateway::setPrivateKey(const PrivateKey& key) {
   base::MutexLock lock(g.mu);
   for (const auto& [name, e] : g.peers) {
     if (e.config.publicKey == *publicKey) {
-      return makeError(Code::Conflict, "the new private key's public key is peer \"" + name + "\"'s",
-                       "privateKey");
+      return makeError(Code::Conflict,
+                       "the new private key's public key is peer \"" + name + "\"'s", "privateKey");
     }
   }
   if (auto st = g.device->setPrivateKey(key); !st.ok()) return st;

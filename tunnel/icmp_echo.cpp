@@ -44,9 +44,9 @@ base::Result<std::unique_ptr<IcmpEcho>> IcmpEcho::open(const IpAddress& source) 
     int dgramErr = errno;
     fd = ::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_ICMP);
     if (fd < 0) {
-      return makeError(Code::Unavailable,
-                       std::string("ICMP socket: ping socket: ") + std::strerror(dgramErr) +
-                           ", raw socket: " + std::strerror(errno));
+      return makeError(Code::Unavailable, std::string("ICMP socket: ping socket: ") +
+                                              std::strerror(dgramErr) +
+                                              ", raw socket: " + std::strerror(errno));
     }
     raw = true;
     // Only echo replies reach the socket, not every ICMP message of the namespace.

@@ -199,12 +199,13 @@ TEST_F(GatewayTest, TunnelComesUpAcrossOverlappingPodCidrs) {
   EXPECT_NE(routes(a_.ns).find(std::string(kSeenAs) + " dev " + a_.iface), std::string::npos)
       << routes(a_.ns);
   EXPECT_EQ(e2e::runCommand({"ip", "link", "show", "dev", a_.iface}).exitCode, 1);
-  EXPECT_NE(lab_->exec(a_.ns, {"ss", "-uln"}).out.find(":" + std::to_string(a_.gateway->listenPort())),
-            std::string::npos);
+  EXPECT_NE(
+      lab_->exec(a_.ns, {"ss", "-uln"}).out.find(":" + std::to_string(a_.gateway->listenPort())),
+      std::string::npos);
 
   uint64_t txBefore = s->txBytes, rxBefore = s->rxBytes;
-  auto r = lab_->exec(a_.pod, {"ping", "-c", "5", "-i", "0.2", "-W", "2", "-s", "1000",
-                               kRemotePodAsSeen});
+  auto r = lab_->exec(a_.pod,
+                      {"ping", "-c", "5", "-i", "0.2", "-W", "2", "-s", "1000", kRemotePodAsSeen});
   EXPECT_EQ(r.exitCode, 0) << r.describe();
   EXPECT_NE(r.out.find(" 0% packet loss"), std::string::npos) << r.out;
 
@@ -214,11 +215,12 @@ TEST_F(GatewayTest, TunnelComesUpAcrossOverlappingPodCidrs) {
   std::string answer;
   ASSERT_TRUE(e2e::waitFor(
       [&] {
-        answer = lab_->exec(a_.pod, {"sh", "-c",
-                                     std::string("echo hi | socat -T 1 - UDP4:") +
-                                         kRemotePodAsSeen + ":5002"},
-                            5s)
-                     .out;
+        answer =
+            lab_->exec(a_.pod,
+                       {"sh", "-c",
+                        std::string("echo hi | socat -T 1 - UDP4:") + kRemotePodAsSeen + ":5002"},
+                       5s)
+                .out;
         return !answer.empty();
       },
       20s, 100ms))
@@ -365,27 +367,48 @@ TEST_F(GatewayTest, BadPeersAreRefused) {
   };
   PublicKey otherKey = *publicKeyOf(generatePrivateKey());
   std::vector<Case> cases = {
-      {"v6", [](GatewayPeer& p) { p.cidr = prefix("fd00::/64"); p.seenAs.reset(); p.probeTarget = ""; },
+      {"v6",
+       [](GatewayPeer& p) {
+         p.cidr = prefix("fd00::/64");
+         p.seenAs.reset();
+         p.probeTarget = "";
+       },
        "cidr \"fd00::/64\" must be an IPv4 prefix"},
       {"hostbits", [](GatewayPeer& p) { p.cidr.address = *IpAddress::parse("10.7.0.1"); },
        "has bits set past its length"},
-      {"zero", [](GatewayPeer& p) { p.cidr = prefix("0.0.0.0/0"); p.seenAs.reset(); p.probeTarget = ""; },
+      {"zero",
+       [](GatewayPeer& p) {
+         p.cidr = prefix("0.0.0.0/0");
+         p.seenAs.reset();
+         p.probeTarget = "";
+       },
        "length of 1 to 32"},
       {"length", [](GatewayPeer& p) { p.seenAs = prefix("10.241.0.0/24"); },
        "seenAs 10.241.0.0/24 cannot remap 10.244.0.0/16"},
       {"same", [](GatewayPeer& p) { p.seenAs = p.cidr; }, "seenAs 10.244.0.0/16 cannot remap"},
-      {"badprobe", [](GatewayPeer& p) { p.probeTarget = "10.244.0.300"; }, "probeTarget \"10.244.0.300\""},
+      {"badprobe", [](GatewayPeer& p) { p.probeTarget = "10.244.0.300"; },
+       "probeTarget \"10.244.0.300\""},
       {"outside", [](GatewayPeer& p) { p.probeTarget = "10.9.0.1"; },
        "probeTarget 10.9.0.1 is not inside the peer's cidr 10.244.0.0/16"},
-      {"v6probe", [](GatewayPeer& p) { p.probeTarget = "fd00::1"; }, "probeTarget fd00::1 must be an IPv4"},
+      {"v6probe", [](GatewayPeer& p) { p.probeTarget = "fd00::1"; },
+       "probeTarget fd00::1 must be an IPv4"},
       {"nokey", [](GatewayPeer& p) { p.publicKey = PublicKey{}; }, "publicKey is unset"},
       {"port", [](GatewayPeer& p) { p.endpoint->port = 0; }, "endpoint"},
-      {"overlap", [&](GatewayPeer& p) { p.publicKey = otherKey; p.cidr = prefix("10.1.0.0/17");
-                                        p.seenAs = prefix("10.240.128.0/17"); p.probeTarget = ""; },
+      {"overlap",
+       [&](GatewayPeer& p) {
+         p.publicKey = otherKey;
+         p.cidr = prefix("10.1.0.0/17");
+         p.seenAs = prefix("10.240.128.0/17");
+         p.probeTarget = "";
+       },
        "10.240.128.0/17 (its cidr as seen here) overlaps 10.240.0.0/16 of peer \"b\""},
       {"samekey", [](GatewayPeer& p) { p.seenAs = prefix("10.242.0.0/16"); },
        "already belongs to peer \"b\""},
-      {"unmapped", [&](GatewayPeer& p) { p.publicKey = otherKey; p.seenAs.reset(); },
+      {"unmapped",
+       [&](GatewayPeer& p) {
+         p.publicKey = otherKey;
+         p.seenAs.reset();
+       },
        "contains this gateway's probe source 10.244.0.1"},
   };
   for (const Case& c : cases) {
@@ -451,8 +474,10 @@ TEST_F(GatewayTest, BadOptionsAreRefusedAndLeaveNothing) {
   o.uapiDir = lab_->dir() + "/other";
   g = Gateway::start(o);
   ASSERT_FALSE(g.ok());
-  EXPECT_NE(g.error().message.find("interface " + a_.iface + " already exists in the network "
-                                   "namespace /run/netns/" + a_.ns),
+  EXPECT_NE(g.error().message.find("interface " + a_.iface +
+                                   " already exists in the network "
+                                   "namespace /run/netns/" +
+                                   a_.ns),
             std::string::npos)
       << g.error().message;
   EXPECT_TRUE(linkExists(a_.ns, a_.iface));
