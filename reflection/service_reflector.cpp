@@ -58,12 +58,9 @@ ServiceReflectionState::ServiceState ServiceReflectionState::service(const std::
 
 bool ServiceReflectionState::setService(const std::string& key, ServiceState s) {
   base::MutexLock l(mu_);
-  if (s == ServiceState::NotReflected) {
-    // Forgotten rather than kept: a deleted Service costs nothing.
-    auto it = services_.find(key);
-    const bool changed = it == services_.end() || it->second != s;
-    if (it != services_.end()) services_.erase(it);
-    return changed;
+  if (s == ServiceState::Unknown) {
+    // Forgotten: a deleted Service costs nothing.
+    return services_.erase(key) > 0;
   }
   auto [it, inserted] = services_.emplace(key, s);
   if (inserted) return true;
@@ -79,6 +76,11 @@ void ServiceReflectionState::setSliceReflected(const std::string& key, bool refl
   } else {
     slices_.erase(key);
   }
+}
+
+bool ServiceReflectionState::sliceReflected(const std::string& key) const {
+  base::MutexLock l(mu_);
+  return slices_.count(key) > 0;
 }
 
 bool ServiceReflectionState::setConflict(const std::string& kindKey, bool conflict) {
@@ -139,10 +141,18 @@ HandleResult ServiceReflector::handle(const std::string& key) {
   kube::ObjectPtr local = services_.get(key);
   const bool want = local && wanted(*local);
   auto changed = [&](ServiceReflectionState::ServiceState s) {
+    // A Service gone locally is forgotten (its slices, gone too, need no state).
+    if (!local && s == ServiceReflectionState::ServiceState::NotReflected) {
+      s = ServiceReflectionState::ServiceState::Unknown;
+    }
     if (state_.setService(key, s) && opts_.enqueueSlices) opts_.enqueueSlices(key);
   };
   kube::Result<std::string> remoteNs = opts_.mapping.remoteNamespace(ns);
-  if (!remoteNs.ok()) {
+  const ServiceReflectionState::ServiceState before = state_.service(key);
+  if (!remoteNs.ok() || (!want && before != ServiceReflectionState::ServiceState::Reflected &&
+                         before != ServiceReflectionState::ServiceState::Conflict)) {
+    // Nothing of it was sent by this process (a copy left from before a restart is swept by
+    // the provider after the resync): no need to ask.
     changed(ServiceReflectionState::ServiceState::NotReflected);
     return HandleResult::done();
   }
@@ -256,6 +266,9 @@ HandleResult EndpointSliceReflector::handle(const std::string& key) {
       forged = std::move(*f);
       want = true;
     }
+  }
+  if (!want && !state_.sliceReflected(key) && svcState != ServiceReflectionState::ServiceState::Conflict) {
+    return HandleResult::done();  // never sent by this process (the resync sweeps older ones)
   }
   kube::Result<RemoteRead> remote = readRemote(remote_, "EndpointSlice", *remoteNs, name);
   if (!remote.ok()) return HandleResult::retry(remote.error());

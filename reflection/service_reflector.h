@@ -49,9 +49,10 @@ class ServiceReflectionState {
   enum class ServiceState { Unknown, Reflected, NotReflected, Conflict };
 
   ServiceState service(const std::string& key) const;
-  // Records the state of Service `key`; returns true when it changed.
+  // Records the state of Service `key` (Unknown forgets it); returns true when it changed.
   bool setService(const std::string& key, ServiceState s);
   void setSliceReflected(const std::string& key, bool reflected);
+  bool sliceReflected(const std::string& key) const;
   // Records a conflict of "Kind/ns/name"; true when it is new (the Event is due).
   bool setConflict(const std::string& kindKey, bool conflict);
   ServiceReflectionCounts counts() const;

@@ -188,7 +188,8 @@ kube::Status NodeController::syncNode() {
   kube::Result<json> updated = kube::updateStatus(client_, res::kNodes, "", withStatus);
   if (updated.ok()) {
     const json* before = nullptr;
-    for (const json& c : stored.value("/status/conditions"_json_pointer, json::array())) {
+    const json storedConditions = stored.value("/status/conditions"_json_pointer, json::array());
+    for (const json& c : storedConditions) {
       if (c.is_object() && c.value("type", "") == "TunnelUp") before = &c;
     }
     if (before && before->value("status", "") != (tunnel.up ? "True" : "False")) {
