@@ -444,9 +444,11 @@ void addAgentCommand(CLI::App& app) {
                   "HOST:PORT of the gateway's UDP port as the other clusters reach it (default: "
                   "the --gateway-node's InternalIP and --gateway-port)")
       ->check(hostPortValidator(false));
-  sub->add_option("--gateway-port", flags->gatewayPort, "UDP port of the gateway (1 to 65535)")
+  sub->add_option("--gateway-port", flags->gatewayPort,
+                  "UDP port of the gateway (0 = any, then --gateway-endpoint is required; up to "
+                  "65535)")
       ->capture_default_str()
-      ->check(numberRange(1, 65535));
+      ->check(numberRange(0, 65535));
   sub->add_option("--gateway-interface", flags->gatewayInterface,
                   "name of the gateway's TUN interface (1 to 15 characters)")
       ->capture_default_str()

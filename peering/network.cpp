@@ -128,16 +128,6 @@ kube::Status NetworkController::resolveLocal() {
     }
     podCidr_ = *cover;
   }
-  if (cidrsOverlap(podCidr_, pool_)) {
-    return kube::makeError(Code::Invalid, "--remap-pool " + pool_.toString() +
-                                              " overlaps this cluster's pod CIDR " +
-                                              podCidr_.toString());
-  }
-  if (serviceCidr_ && cidrsOverlap(*serviceCidr_, pool_)) {
-    return kube::makeError(Code::Invalid, "--remap-pool " + pool_.toString() +
-                                              " overlaps --service-cidr " +
-                                              serviceCidr_->toString());
-  }
   probeAddress_ = config_.probeAddress;
   if (probeAddress_.empty() && !nodePodCidr.empty()) {
     kube::Result<tunnel::IpPrefix> p = parseCidr("gateway node podCIDR", nodePodCidr);
@@ -153,6 +143,10 @@ kube::Status NetworkController::resolveLocal() {
   }
   endpoint_ = config_.endpoint;
   if (endpoint_.empty()) {
+    if (config_.port == 0) {
+      return kube::makeError(Code::Invalid,
+                             "--gateway-endpoint is required with --gateway-port 0");
+    }
     if (gatewayIp_.empty()) {
       return kube::makeError(Code::Invalid,
                              "--gateway-endpoint is required when --gateway-node is not set");
@@ -453,7 +447,7 @@ void NetworkController::onProviderHeartbeat(const std::string& providerId,
     const bool retryDue = now - r.lastAttempt >= config_.retryInterval;
     bool need = reconnected || r.offerGeneration != offerGeneration_ ||
                 (r.negotiated && digest != r.remoteDigest) || (!r.negotiated && retryDue) ||
-                (!r.tunnel && retryDue);
+                (gateway_ && !r.tunnel && retryDue);
     if (!need) return;
     r.lastAttempt = now;
     r.offerGeneration = offerGeneration_;
