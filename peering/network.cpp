@@ -484,12 +484,12 @@ void NetworkController::onProviderHeartbeat(const std::string& providerId,
                  : TunnelCondition{false, "TunnelNotConfigured",
                                    "neither cluster runs a gateway (strait agent --gateway): "
                                    "this cluster (" + identity_.clusterName + ") nor " + provider};
-  } else if (!resp.refused_reason().empty()) {
-    result = TunnelCondition{false, resp.refused_reason(),
-                             provider + " refused the tunnel: " + resp.refused_message()};
   } else if (!resp.provider().gateway()) {
     result = TunnelCondition{false, "TunnelNotConfigured",
                              provider + " runs no gateway (strait agent --gateway)"};
+  } else if (!resp.refused_reason().empty()) {
+    result = TunnelCondition{false, resp.refused_reason(),
+                             provider + " refused the tunnel: " + resp.refused_message()};
   } else {
     result = accept(providerId, "provider", resp.provider());
     localRefusalToSend = std::holds_alternative<TunnelCondition>(result);

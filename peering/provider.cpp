@@ -601,6 +601,16 @@ void ProviderService::setNetwork(NetworkController* network) {
   network_ = network;
 }
 
+std::string ProviderService::consumerPodIpView(const std::string& consumerId,
+                                               const std::string& ip) {
+  NetworkController* network = nullptr;
+  {
+    base::MutexLock lock(mu_);
+    network = network_;
+  }
+  return network ? network->state().toLocalView(consumerId, ip) : ip;
+}
+
 TunnelCondition ProviderService::tunnelCondition(const std::string& consumerId) {
   NetworkController* network = nullptr;
   {

@@ -78,6 +78,11 @@ class ProviderService final : public PeeringHandler {
   // the heartbeat's network digest, TunnelUp in status writes, forget on clean-up. Call
   // before serving.
   void setNetwork(NetworkController* network);
+  // A Pod IP of `consumerId` (real, in the consumer's pod CIDR) as this cluster's Pods reach
+  // it through the tunnel: NetworkState::toLocalView (network_state.h); `ip` unchanged when
+  // there is no tunnel or no remap. For the reflection stream (e.g. endpoints of consumer
+  // Pods reflected here). Thread-safe; does not block.
+  std::string consumerPodIpView(const std::string& consumerId, const std::string& ip);
   // OK when `caller` has an active peering; Forbidden otherwise. Thread-safe. For services
   // beside this one (the RemoteKubelet handler) that serve the same consumers.
   kube::Status authorizeConsumer(const Caller& caller);
