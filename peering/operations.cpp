@@ -454,6 +454,8 @@ kube::Result<json> peeringStatus(kube::Client& cluster) {
       row[k] = network.is_object() ? network.value(k, json()) : json();
     }
     row["virtualNodeReady"] = conditionStatus(fc, "VirtualNodeReady");
+    // What the consumer reflects to this provider (services, endpointSlices, conflicts).
+    row["reflection"] = fc.value("/status/reflection"_json_pointer, json::object());
     row["latencyMs"] = fc.value("/status/latencyMs"_json_pointer, json());
     row["granted"] = fc.value("/status/granted"_json_pointer, json::object());
     row["used"] = fc.value("/status/used"_json_pointer, json::object());
@@ -474,11 +476,21 @@ std::string statusTable(const json& rows) {
   std::vector<std::vector<std::string>> table = {
       {"NAME", "ROLE", "MODE", "CLUSTER-ID", "CONNECTED", "LATENCY", "TUNNEL", "TUNNEL-REASON",
        "TUNNEL-RTT", "REMOTE-CIDR", "HANDSHAKE", "RX/TX", "GRANTED(cpu/mem/pods)",
-       "USED(cpu/mem/pods)", "VNODE-READY"}};
+       "USED(cpu/mem/pods)", "VNODE-READY", "SERVICES(svc/slices/conflicts)"}};
   auto text = [](const json& r, const char* k) {
     return r.contains(k) && r[k].is_string() && !r[k].get<std::string>().empty()
                ? r[k].get<std::string>()
                : std::string("-");
+  };
+  auto reflected = [](const json& r) {
+    const json ref = r.is_object() ? r.value("reflection", json::object()) : json::object();
+    if (!ref.is_object() || ref.empty()) return std::string("-");
+    auto n = [&](const char* k) {
+      return ref.contains(k) && ref[k].is_number_unsigned()
+                 ? std::to_string(ref[k].get<uint64_t>())
+                 : std::string("-");
+    };
+    return n("services") + "/" + n("endpointSlices") + "/" + n("conflicts");
   };
   for (const json& r : rows) {
     std::string latency = "-";
@@ -512,7 +524,7 @@ std::string statusTable(const json& rows) {
                      cidr, text(r, "latestHandshakeTime"), traffic,
                      res(g, "cpu") + "/" + res(g, "memory") + "/" + res(g, "pods"),
                      res(u, "cpu") + "/" + res(u, "memory") + "/" + res(u, "pods"),
-                     r.value("virtualNodeReady", "")});
+                     r.value("virtualNodeReady", ""), reflected(r)});
   }
   std::vector<size_t> width(table[0].size(), 0);
   for (const auto& row : table) {

@@ -93,6 +93,9 @@ kube::Status ConsumerReflection::start() {
   so.open = opts_.open;
   so.keepaliveInterval = opts_.keepaliveInterval;
   so.callTimeout = opts_.callTimeout;
+  // Redialled at least every second: after a heal, endpoints and Pod readiness are restored
+  // within about two seconds (a failed dial costs one connection attempt).
+  so.maxBackoff = std::chrono::milliseconds(1000);
   so.onConnected = [this] { onStreamConnected(); };
   so.onMessage = [this] {
     if (opts_.onMessage) opts_.onMessage();
@@ -129,6 +132,7 @@ kube::Status ConsumerReflection::start() {
   po.status.virtualNodeAddress = opts_.nodeAddress;
   po.status.mapPodIp = opts_.mapPodIp;
   po.doesNotFit = opts_.doesNotFit;
+  po.overrides = opts_.podOverrides;
   kube::Informer* informer = pods_.get();
   po.resyncDone = [informer] { return informer->hasSynced(); };
   KindOptions ko;

@@ -307,6 +307,16 @@ TEST_F(ServiceReflectionTest, ServicesAndEndpointSlicesFollowBothWays) {
     fcStatus = fcs["items"][0].value("status", json::object());
     return fcStatus.value("/reflection/conflicts"_json_pointer, -1) == 1;
   }, 30s)) << fcStatus.dump(1);
+  // `strait status` shows the conflict in the peering's row.
+  CommandResult st = strait({"status", "--kubeconfig", home_->kubeconfig()});
+  ASSERT_EQ(st.exitCode, 0) << st.describe();
+  EXPECT_NE(st.out.find("SERVICES(svc/slices/conflicts)"), std::string::npos) << st.out;
+  {
+    const size_t row = st.out.find("\ncloud");
+    ASSERT_NE(row, std::string::npos) << st.out;
+    const std::string line = st.out.substr(row + 1, st.out.find('\n', row + 1) - row - 1);
+    EXPECT_EQ(line.substr(line.size() - 2), "/1") << line;
+  }
   json after = cloudGet({"get", "service", "taken"});
   ASSERT_TRUE(after.is_object());
   EXPECT_EQ(after["metadata"]["uid"], before["metadata"]["uid"]);
@@ -366,7 +376,10 @@ TEST_F(ServiceReflectionTest, APartitionMarksEndpointsNotReadyOnBothSidesAndTheH
     }
     if (homeMarked < 0 && offloadedNotReady) homeMarked = secondsSince(cut);
     return cloudMarked >= 0 && homeMarked >= 0;
-  }, 60s)) << "cloud=" << cloudMarked << " home=" << homeMarked << agentLogs();
+  }, 60s)) << "cloud=" << cloudMarked << " home=" << homeMarked
+            << home({"get", "pods", "-o", "wide"}).out
+            << homeGet({"get", "pods", "-l", "app=web"}).dump(1)
+            << homeGet({"get", "endpointslices"}).dump(1) << agentLogs();
   // The reason is said on the offloaded Pods; the home replica stays ready; nothing deleted.
   json pods = homeGet({"get", "pods", "-l", "app=web", "--field-selector",
                        "spec.nodeName=strait-cloud"});
