@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <iostream>
+
 #include <nlohmann/json.hpp>
 
 #include "e2e/peering_fixture.h"
@@ -152,6 +155,148 @@ TEST_F(NetworkStatusTest, AGatewayOnTheProviderOnlyNamesTheConsumerAsTheSideWith
   CommandResult u = unpeer();
   EXPECT_EQ(u.exitCode, 0) << u.describe();
   expectNothingLeft();
+}
+
+TEST_F(NetworkStatusTest, GatewaysOnBothSidesBringTheTunnelUpAndReportItsFigures) {
+  // Each agent's gateway in a namespace of its own; the two namespaces joined by a veth pair
+  // (the underlay), each with the same pod address plan (10.244.0.1 as the probe address).
+  const std::string tag = std::to_string(getpid());
+  const std::string hns = "strait-nch-" + tag, cns = "strait-ncc-" + tag;
+  const std::string hif = "snh" + tag, cif = "snc" + tag;
+  struct Cleanup {
+    std::vector<std::string> names;
+    ~Cleanup() {
+      for (const std::string& n : names) {
+        (void)runCommand({"ip", "netns", "del", n}, {}, std::chrono::seconds(10));
+      }
+    }
+  } cleanup{{hns, cns}};
+  for (std::vector<std::string> cmd : std::vector<std::vector<std::string>>{
+           {"ip", "netns", "add", hns},
+           {"ip", "netns", "add", cns},
+           {"ip", "link", "add", hif, "netns", hns, "type", "veth", "peer", "name", cif, "netns",
+            cns},
+           {"ip", "-n", hns, "addr", "add", "192.168.213.1/24", "dev", hif},
+           {"ip", "-n", cns, "addr", "add", "192.168.213.2/24", "dev", cif},
+           {"ip", "-n", hns, "link", "set", hif, "up"},
+           {"ip", "-n", cns, "link", "set", cif, "up"},
+           {"ip", "-n", hns, "link", "set", "lo", "up"},
+           {"ip", "-n", cns, "link", "set", "lo", "up"},
+           {"ip", "-n", hns, "addr", "add", "10.244.0.1/32", "dev", "lo"},
+           {"ip", "-n", cns, "addr", "add", "10.244.0.1/32", "dev", "lo"}}) {
+    CommandResult r = runCommand(cmd, {}, std::chrono::seconds(10));
+    ASSERT_EQ(r.exitCode, 0) << r.describe();
+  }
+  TempDir uapi("uapi");
+  auto gatewayArgs = [&](const std::string& ns, const std::string& address) {
+    std::vector<std::string> args = agentArgs();
+    args.insert(args.end(), {"--gateway", "--gateway-netns", "/run/netns/" + ns,
+                             "--gateway-endpoint", address + ":51820", "--gateway-port", "51820",
+                             "--gateway-uapi-dir", uapi.path() + "/" + ns, "--pod-cidr",
+                             "10.244.0.0/16", "--gateway-probe-address", "10.244.0.1"});
+    return args;
+  };
+  std::filesystem::create_directories(uapi.path() + "/" + hns);
+  std::filesystem::create_directories(uapi.path() + "/" + cns);
+  consumerAgent().stop();
+  providerAgent().stop();
+  struct Restore {
+    ~Restore() {
+      consumerAgent().stop();
+      providerAgent().stop();
+      (void)providerAgent().start(provider().kubeconfig(), "provider", agentArgs());
+      (void)consumerAgent().start(consumer().kubeconfig(), "consumer", agentArgs());
+    }
+  } restore;
+  ASSERT_EQ(providerAgent().start(provider().kubeconfig(), "provider",
+                                  gatewayArgs(cns, "192.168.213.2")),
+            "");
+  ASSERT_EQ(consumerAgent().start(consumer().kubeconfig(), "consumer",
+                                  gatewayArgs(hns, "192.168.213.1")),
+            "");
+  CommandResult p = peer();
+  ASSERT_EQ(p.exitCode, 0) << p.describe();
+
+  auto tunnelIs = [&](const Minicluster& c, const std::string& want) {
+    json row = onlyRow(c);
+    return row.is_object() && row.value("tunnel", "") == want;
+  };
+  ASSERT_TRUE(waitFor([&] { return tunnelIs(consumer(), "True"); }, std::chrono::seconds(30)))
+      << onlyRow(consumer()).dump(2) << "\n" << consumerAgent().logs();
+  EXPECT_TRUE(waitFor([&] { return tunnelIs(provider(), "True"); }, std::chrono::seconds(30)))
+      << onlyRow(provider()).dump(2);
+  // Figures appear with the next status writes.
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json r = onlyRow(consumer());
+        return r.is_object() && r["tunnelLatencyMs"].is_number() && r["rxBytes"].is_number() &&
+               r["rxBytes"].get<double>() > 0;
+      },
+      std::chrono::seconds(15)))
+      << onlyRow(consumer()).dump(2);
+  json row = onlyRow(consumer());
+  EXPECT_EQ(row.value("tunnelReason", ""), "TunnelEstablished");
+  EXPECT_EQ(row.value("remoteCIDR", json()), json("10.244.0.0/16"));
+  EXPECT_EQ(row.value("remoteCIDRSeenHere", json()), json("10.240.0.0/16"));
+  EXPECT_EQ(row.value("remapped", json()), json(true));
+  EXPECT_EQ(row.value("remoteEndpoint", json()), json("192.168.213.2:51820"));
+  EXPECT_TRUE(row["latestHandshakeTime"].is_string()) << row.dump(2);
+  EXPECT_TRUE(row["txBytes"].get<double>() > 0);
+  CommandResult table = strait({"status", "--kubeconfig", consumer().kubeconfig()});
+  EXPECT_NE(table.out.find("10.240.0.0/16=10.244.0.0/16"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("TunnelEstablished"), std::string::npos) << table.out;
+  // The gateway routes the remote's view through its TUN in its namespace.
+  CommandResult route = runCommand({"ip", "-n", hns, "route", "show", "10.240.0.0/16"}, {},
+                                   std::chrono::seconds(10));
+  EXPECT_NE(route.out.find("strait0"), std::string::npos) << route.describe();
+  // The virtual node: TunnelUp True, NetworkUnavailable False, an Event TunnelUp.
+  EXPECT_TRUE(waitFor([&] { return virtualNodeCondition("TunnelUp").rfind("True ", 0) == 0; },
+                      std::chrono::seconds(15)))
+      << virtualNodeCondition("TunnelUp");
+  EXPECT_EQ(virtualNodeCondition("NetworkUnavailable").rfind("False TunnelUp|", 0), 0u)
+      << virtualNodeCondition("NetworkUnavailable");
+  auto nodeEvents = [&](const std::string& reason) {
+    CommandResult r = kubectlOn(consumer(), {"get", "events", "-n", "default", "--field-selector",
+                                             "reason=" + reason, "-o",
+                                             "jsonpath={.items[*].involvedObject.kind}"});
+    return r.out;
+  };
+  EXPECT_TRUE(waitFor([&] { return nodeEvents("TunnelUp").find("Node") != std::string::npos; },
+                      std::chrono::seconds(15)));
+
+  // Cut the underlay: TunnelUp False within 10 s on the consumer, an Event TunnelDown; heal.
+  ASSERT_EQ(runCommand({"ip", "-n", cns, "link", "set", cif, "down"}, {}, std::chrono::seconds(10))
+                .exitCode,
+            0);
+  auto cut = std::chrono::steady_clock::now();
+  EXPECT_TRUE(waitFor([&] { return tunnelIs(consumer(), "False"); }, std::chrono::seconds(10)))
+      << onlyRow(consumer()).dump(2);
+  const double downAfter =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - cut).count();
+  std::cout << "tunnel down after cut: " << downAfter << " s\n";
+  EXPECT_EQ(onlyRow(consumer()).value("tunnelReason", ""), "ProbeUnanswered");
+  EXPECT_TRUE(waitFor([&] { return nodeEvents("TunnelDown").find("Node") != std::string::npos; },
+                      std::chrono::seconds(15)));
+  ASSERT_EQ(runCommand({"ip", "-n", cns, "link", "set", cif, "up"}, {}, std::chrono::seconds(10))
+                .exitCode,
+            0);
+  EXPECT_TRUE(waitFor([&] { return tunnelIs(consumer(), "True"); }, std::chrono::seconds(30)))
+      << onlyRow(consumer()).dump(2);
+
+  // Unpeer: no peer, no route left in either namespace.
+  CommandResult u = unpeer();
+  EXPECT_EQ(u.exitCode, 0) << u.describe();
+  expectNothingLeft();
+  for (const std::string& ns : {hns, cns}) {
+    EXPECT_TRUE(waitFor(
+        [&] {
+          return runCommand({"ip", "-n", ns, "route", "show", "10.240.0.0/16"}, {},
+                            std::chrono::seconds(10))
+              .out.empty();
+        },
+        std::chrono::seconds(15)))
+        << ns;
+  }
 }
 
 TEST_F(NetworkStatusTest, BadTunnelFlagsAreRefusedNamingTheFlag) {
