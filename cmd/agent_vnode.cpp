@@ -2,6 +2,7 @@
 #include "cmd/agent_vnode.h"
 
 #include "cmd/cli_util.h"
+#include "vnode/offloading_overrides.h"
 #include "vnode/vkubelet_manager.h"
 #include "vnode/webhook_server.h"
 
@@ -103,6 +104,8 @@ peering::PeeringObserver* VnodeRuntime::observer() {
 }
 
 kube::Status VnodeRuntime::startWebhook(const kube::KeyPair& ca) {
+  // The virtual kubelets read OffloadingOverrides; the webhook validates them.
+  if (kube::Status s = vnode::installOffloadingOverrideCrd(*client_); !s.ok()) return s;
   if (flags_.noWebhook) return kube::Status::OK();
   vnode::WebhookServerOptions w;
   size_t colon = flags_.webhookListen.rfind(':');

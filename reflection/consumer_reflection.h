@@ -47,6 +47,7 @@
 #include "kube/client.h"
 #include "peering/transport.h"
 #include "reflection/namespace_mapping.h"
+#include "reflection/pod_overrides.h"
 #include "reflection/sent_events.h"
 #include "reflection/service_reflector.h"
 #include "reflection/stream_messages.h"
@@ -65,6 +66,9 @@ struct ConsumerReflectionOptions {
   std::string nodeName;             // the virtual node whose Pods are reflected; required
   std::string nodeAddress;          // its InternalIP (forged into the remote Pods' env)
   std::set<std::string> nodeLabelKeys;  // the virtual node's own label keys (not forged)
+  // The OffloadingOverrides of a local Pod for this provider (PodReflectorOptions.overrides).
+  // Optional.
+  std::function<kube::Result<PodOverrides>(const nlohmann::json& pod)> podOverrides;
   NamespaceMapping mapping{"", NamingStrategy::Default};
   // True once the offloaded namespaces (their naming) are known. Required.
   std::function<bool()> namespacesSynced;

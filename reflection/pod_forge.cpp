@@ -298,6 +298,9 @@ kube::Result<json> forgeRemotePod(const json& local, const PodForgeContext& ctx)
   remote["kind"] = "Pod";
   remote["metadata"] = forgeMetadata(local, ctx);
   remote["spec"] = std::move(spec);
+  for (const std::shared_ptr<const PodOverride>& o : ctx.overrides) {
+    if (kube::Status st = applyPodOverride(remote, *o); !st.ok()) return st.error();
+  }
   return remote;
 }
 

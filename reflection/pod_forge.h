@@ -32,6 +32,8 @@
 //    Downward API *volumes* are passed unchanged (metadata.namespace there shows the remote
 //    namespace: a known gap).
 //  - status is dropped.
+//  - Last, the OffloadingOverrides in `overrides` (pod_overrides.h), in order; one that fails
+//    makes the forge fail (Invalid naming the override).
 // Refused (Forbidden): Pods controlled by a DaemonSet (they belong on real nodes; a virtual
 // node must never run them). Invalid: input that is not a Pod with metadata.name, uid,
 // namespace and spec.containers.
@@ -41,6 +43,7 @@
 #include <string>
 
 #include "kube/status.h"
+#include "reflection/pod_overrides.h"
 
 namespace strait::reflection {
 
@@ -55,6 +58,8 @@ struct PodForgeContext {
   // When non-empty, the Secret (in the remote namespace) whose "token" key replaces the
   // projected service account token.
   std::string serviceAccountTokenSecret;
+  // The overrides for this Pod and provider (chosen by the caller), applied in order.
+  PodOverrides overrides;
 };
 
 // The remote Pod for `local`. Pure; thread-safe.

@@ -129,9 +129,22 @@ HandleResult PodReflector::handle(const std::string& key) {
   json forged;
   PodForgeContext forgeCtx = opts_.forge;
   forgeCtx.remoteNamespace = *remoteNs;
+  if (localPtr && opts_.overrides) {
+    kube::Result<PodOverrides> o = opts_.overrides(*localPtr);
+    if (!o.ok()) {
+      if (o.code() == kube::Code::Unavailable) return HandleResult::retry(o.error());
+      return refuse(*localPtr, "OffloadingOverrideInvalid", o.error().message);
+    }
+    forgeCtx.overrides = std::move(*o);
+  }
   if (localPtr) {
     kube::Result<json> f = forgeRemotePod(*localPtr, forgeCtx);
-    if (!f.ok()) return refuse(*localPtr, "OffloadRefused", f.error().message);
+    if (!f.ok()) {
+      return refuse(*localPtr,
+                    f.error().field == kOverrideFailedField ? "OffloadingOverrideFailed"
+                                                            : "OffloadRefused",
+                    f.error().message);
+    }
     forged = std::move(*f);
     const json& st = kube::hasObject(*localPtr, "status") ? (*localPtr)["status"] : json::object();
     in.remoteWasCreated = st.contains("startTime") || !kube::stringOf(st, "podIP").empty();

@@ -11,6 +11,8 @@
 //   DeleteLocal       -> finish the local deletion (grace 0, uid precondition);
 //   MarkLocalLost     -> write lostRemoteStatus() (Failed, ProviderPodLost);
 //   Conflict          -> a Warning event on the local Pod, nothing else.
+// An override that cannot be applied refuses the Pod with OffloadingOverrideFailed; the
+// forged Pod compared with the remote one is the overridden one (no update loop).
 // Refusals (a Pod too large, a DaemonSet Pod, an unmappable namespace) are written to the
 // local Pod as status.reason/message with an Event, so users see why it stays Pending.
 // Thread-safe across keys (the Reflector never runs one key twice at once).
@@ -41,6 +43,10 @@ struct PodReflectorOptions {
   std::function<std::optional<std::string>(const nlohmann::json& pod)> doesNotFit;
   // True once the local Pods have been listed since the stream (re)connected.
   std::function<bool()> resyncDone;
+  // The OffloadingOverrides for a local Pod and this provider (pod_overrides.h), in the order
+  // to apply. Unavailable: not known yet (retried); another error: an invalid override in
+  // the Pod's namespace (the Pod is refused with OffloadingOverrideInvalid). Optional.
+  std::function<kube::Result<PodOverrides>(const nlohmann::json& pod)> overrides;
 };
 
 class PodReflector : public KindReflector {

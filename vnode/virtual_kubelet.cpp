@@ -10,6 +10,7 @@
 #include "vnode/capacity.h"
 #include "vnode/kubelet_server.h"
 #include "vnode/namespace_offloads.h"
+#include "vnode/offloading_overrides.h"
 #include "vnode/node_builder.h"
 #include "vnode/node_controller.h"
 #include "vnode/serving_cert.h"
@@ -107,6 +108,16 @@ kube::Status VirtualKubelet::start() {
   ro.doesNotFit = [peering](const nlohmann::json& pod) {
     return doesNotFitReason(podRequests(pod), peering->summary());
   };
+  overrides_ = std::make_unique<OffloadingOverrides>(local_);
+  ro.podOverrides = [this, provider = peering->providerName(),
+                     extra = no.node.extraLabels](const json& pod) {
+    // The virtual node's labels as last written (topology, peering labels), else those
+    // known before its first write.
+    kube::LabelSet labels(extra.begin(), extra.end());
+    const json node = node_ ? node_->lastNode() : json();
+    for (const auto& [k, v] : kube::getLabels(node)) labels[k] = v;
+    return overrides_->overridesFor(pod, provider, labels);
+  };
   ro.podWorkers = opts_.podWorkers;
   ro.keepaliveInterval = opts_.keepaliveInterval;
   ro.callTimeout = opts_.callTimeout;
@@ -125,6 +136,7 @@ kube::Status VirtualKubelet::start() {
         reflection::NamespaceMapping(mapping.consumerId(), naming).remoteNamespace(ns);
     if (remote.ok()) reflection->releaseNamespace(*remote);
   });
+  overrides_->start();
   node_ = std::make_unique<NodeController>(local_, no);
   if (kube::Status s = node_->start(); !s.ok()) return s;
   if (kube::Status s = reflection_->start(); !s.ok()) return s;
@@ -193,6 +205,7 @@ void VirtualKubelet::stop() {
   if (reflection_) reflection_->stop();  // first: no more callbacks into the parts below
   if (kubelet_) kubelet_->stop();
   if (namespaces_) namespaces_->stop();
+  if (overrides_) overrides_->stop();
   if (node_) node_->stop();
 }
 

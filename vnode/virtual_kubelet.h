@@ -7,6 +7,8 @@
 //    the Pod informer and reflector, the resync and the provider's Events;
 //  - "does not fit any single provider node" from the provider summary;
 //  - the kubelet API (kubectl logs / exec on offloaded Pods), relayed to the provider;
+//  - the OffloadingOverrides of the consumer's namespaces (offloading_overrides.h), applied
+//    to the remote Pods of this provider;
 //  - the offloaded namespaces (NamespaceOffloads): each namespace's naming (default or
 //    same) for the mapping, and, when one stops being offloaded here, the release of its
 //    remote namespace.
@@ -33,6 +35,7 @@ namespace strait::vnode {
 
 class KubeletServer;
 class NamespaceOffloads;
+class OffloadingOverrides;
 class NodeController;
 class StreamHealth;
 
@@ -87,6 +90,7 @@ class VirtualKubelet {
   const std::string nodeName_;
   std::unique_ptr<StreamHealth> health_;
   std::unique_ptr<NamespaceOffloads> namespaces_;
+  std::unique_ptr<OffloadingOverrides> overrides_;
   std::unique_ptr<reflection::ConsumerReflection> reflection_;
   std::unique_ptr<NodeController> node_;
   std::unique_ptr<KubeletServer> kubelet_;

@@ -9,6 +9,7 @@
 #include "kube/object.h"
 #include "vnode/daemonset_webhook.h"
 #include "vnode/https_endpoint.h"
+#include "vnode/offloading_overrides.h"
 #include "vnode/toleration_repair.h"
 
 namespace strait::vnode {
@@ -23,6 +24,9 @@ const kube::ResourceRef kMutatingWebhookConfigurations{
     "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", false};
 constexpr const char* kPath = "/mutate-pods";
 constexpr const char* kDaemonSetPath = "/mutate-daemonsets";
+constexpr const char* kOverridePath = "/validate-offloadingoverrides";
+const kube::ResourceRef kValidatingWebhookConfigurations{
+    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", false};
 
 }  // namespace
 
@@ -125,6 +129,41 @@ json WebhookServer::desiredConfiguration() const {
           {"webhooks", json::array({webhook, daemonSets})}};
 }
 
+json WebhookServer::desiredValidatingConfiguration() const {
+  // Refused at creation: an override that does not parse never reaches a Pod. Fail, so that
+  // an agent that is down does not let one through (only overrides are affected).
+  json webhook = {
+      {"name", "offloadingoverrides.offloading.strait.io"},
+      {"admissionReviewVersions", json::array({"v1"})},
+      {"sideEffects", "None"},
+      {"failurePolicy", "Fail"},
+      {"timeoutSeconds", 5},
+      {"clientConfig", clientConfigFor(kOverridePath)},
+      {"rules",
+       json::array({{{"apiGroups", json::array({std::string(reflection::kOverrideGroup)})},
+                     {"apiVersions", json::array({std::string(reflection::kOverrideVersion)})},
+                     {"operations", json::array({"CREATE", "UPDATE"})},
+                     {"resources", json::array({std::string(reflection::kOverridePlural)})},
+                     {"scope", "Namespaced"}}})}};
+  return {{"apiVersion", "admissionregistration.k8s.io/v1"},
+          {"kind", "ValidatingWebhookConfiguration"},
+          {"metadata",
+           {{"name", opts_.configName + "-overrides"},
+            {"labels",
+             {{std::string(peering::kLabelManagedBy), std::string(peering::kManagedByValue)}}}}},
+          {"webhooks", json::array({webhook})}};
+}
+
+std::string WebhookServer::reviewOverride(const std::string& body) {
+  kube::Result<json> parsed = kube::parseJson(body);
+  json answer = admitOffloadingOverride(parsed.ok() ? *parsed : json());
+  if (!answer["response"].value("allowed", true)) {
+    spdlog::info("event=offloading_override_refused message=\"{}\"",
+                 answer["response"]["status"].value("message", ""));
+  }
+  return answer.dump();
+}
+
 namespace {
 
 // The fields of each webhook this server sets, by webhook name (the API server may default
@@ -147,20 +186,26 @@ json essentials(const json& config) {
 }  // namespace
 
 kube::Status WebhookServer::reconcileConfiguration(bool* changed) {
-  json config = desiredConfiguration();
-  kube::Result<json> cur = local_.get(kMutatingWebhookConfigurations, "", opts_.configName);
-  kube::Result<json> stored = json();
-  if (cur.ok()) {
-    if (essentials(*cur) == essentials(config)) return kube::Status::OK();
-    config["metadata"]["resourceVersion"] = (*cur)["metadata"]["resourceVersion"];
-    stored = local_.update(kMutatingWebhookConfigurations, "", config);
-  } else if (kube::isNotFound(cur.error())) {
-    stored = local_.create(kMutatingWebhookConfigurations, "", config);
-  } else {
-    stored = cur.error();
+  const std::pair<const kube::ResourceRef*, json> configs[] = {
+      {&kMutatingWebhookConfigurations, desiredConfiguration()},
+      {&kValidatingWebhookConfigurations, desiredValidatingConfiguration()}};
+  for (const auto& [resource, desired] : configs) {
+    json config = desired;
+    const std::string name = config["metadata"]["name"];
+    kube::Result<json> cur = local_.get(*resource, "", name);
+    kube::Result<json> stored = json();
+    if (cur.ok()) {
+      if (essentials(*cur) == essentials(config)) continue;
+      config["metadata"]["resourceVersion"] = (*cur)["metadata"]["resourceVersion"];
+      stored = local_.update(*resource, "", config);
+    } else if (kube::isNotFound(cur.error())) {
+      stored = local_.create(*resource, "", config);
+    } else {
+      stored = cur.error();
+    }
+    if (!stored.ok()) return stored.error();
+    if (changed) *changed = true;
   }
-  if (!stored.ok()) return stored.error();
-  if (changed) *changed = true;
   return kube::Status::OK();
 }
 
@@ -249,6 +294,9 @@ kube::Status WebhookServer::start() {
         }
         if (method == "POST" && path == kDaemonSetPath) {
           return HttpsReply{200, "application/json", reviewDaemonSet(body)};
+        }
+        if (method == "POST" && path == kOverridePath) {
+          return HttpsReply{200, "application/json", reviewOverride(body)};
         }
         return HttpsReply{404, "application/json",
                           R"({"message":"not found: POST )" + std::string(kPath) + " or " +

@@ -9,6 +9,8 @@
 //    timeoutSeconds 5, url https://<urlHost>:<port>/mutate-pods, caBundle = the CA; and a
 //    second webhook, DaemonSets (apps/v1, CREATE and UPDATE) in every namespace, at
 //    /mutate-daemonsets (daemonset_webhook.h: keeps daemon Pods off virtual nodes);
+//  - ValidatingWebhookConfiguration <configName>-overrides refusing invalid
+//    OffloadingOverrides at creation (offloading_overrides.h), failurePolicy Fail;
 //  - a Namespace informer (offloaded ones) for lookups, with a GET on a miss (a namespace
 //    offloaded a moment ago);
 //  - a resync thread that restores the configuration when it was deleted or its URL, CA
@@ -74,6 +76,8 @@ class WebhookServer {
   std::string review(const std::string& body);
   // The same for the DaemonSet webhook.
   std::string reviewDaemonSet(const std::string& body);
+  // The same for the OffloadingOverride validating webhook.
+  std::string reviewOverride(const std::string& body);
 
  private:
   std::optional<Offloading> lookup(const std::string& ns);
@@ -81,6 +85,9 @@ class WebhookServer {
   // clientConfig of the webhook at `path`: a URL, or the Service (see WebhookServerOptions).
   nlohmann::json clientConfigFor(const std::string& path) const;
   nlohmann::json desiredConfiguration() const;
+  // ValidatingWebhookConfiguration <configName>-overrides: OffloadingOverrides, CREATE and
+  // UPDATE, failurePolicy Fail, at /validate-offloadingoverrides.
+  nlohmann::json desiredValidatingConfiguration() const;
   // Creates or updates the configuration unless it already says what this server serves.
   // Sets *changed (if given) when it wrote.
   kube::Status reconcileConfiguration(bool* changed = nullptr);
