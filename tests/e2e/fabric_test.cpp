@@ -75,6 +75,12 @@ std::string routesIn(const std::string& ns, bool own) {
   return runCommand(argv).out;
 }
 
+// The items of a list (empty when `list` is not one, e.g. a failed kubectl).
+json items(const json& list) {
+  return list.is_object() && list.contains("items") && list["items"].is_array() ? list["items"]
+                                                                               : json::array();
+}
+
 // An IPv4 address as a 32-bit number; 0 when malformed.
 uint32_t ipv4(const std::string& text) {
   unsigned a, b, c, d;
@@ -133,8 +139,8 @@ class FabricTestBase : public OffloadSuite {
   // The real Nodes of `c` (no virtual node), sorted by name, with their InternalIP.
   std::vector<std::pair<std::string, std::string>> realNodes(const Minicluster& c) {
     std::vector<std::pair<std::string, std::string>> out;
-    json nodes = getJson(c, {"nodes"});
-    for (const json& n : nodes.value("items", json::array())) {
+    json nodes = getJson(c, {"get", "nodes"});
+    for (const json& n : items(nodes)) {
       if (n["metadata"].value("labels", json::object()).contains("strait.io/virtual-node")) {
         continue;
       }
@@ -173,9 +179,9 @@ class FabricTestBase : public OffloadSuite {
     size_t want = realNodes(c).size();
     json pods;
     bool ok = waitFor([&] {
-      pods = getJson(c, {"pods", "-n", "strait-system", "-l", "app.kubernetes.io/component=fabric"});
+      pods = getJson(c, {"get", "pods", "-n", "strait-system", "-l", "app.kubernetes.io/component=fabric"});
       size_t running = 0;
-      for (const json& p : pods.value("items", json::array())) {
+      for (const json& p : items(pods)) {
         if (p["status"].value("phase", "") == "Running") ++running;
       }
       return running == want;
@@ -186,10 +192,10 @@ class FabricTestBase : public OffloadSuite {
 
   // The fabric Pod's log on `node`.
   std::string fabricLog(const Minicluster& c, const std::string& node) {
-    json pods = getJson(c, {"pods", "-n", "strait-system", "-l",
+    json pods = getJson(c, {"get", "pods", "-n", "strait-system", "-l",
                             "app.kubernetes.io/component=fabric", "--field-selector",
                             "spec.nodeName=" + node});
-    if (pods.value("items", json::array()).empty()) return "";
+    if (items(pods).empty()) return "";
     std::string name = pods["items"][0]["metadata"]["name"];
     return kc(c, {"logs", "-n", "strait-system", name}).out;
   }
@@ -209,8 +215,12 @@ TEST_F(FabricDaemonSetTest, RoutesFollowTheConfigMapOnEveryNodeButTheGateway) {
                          {"--runtime", "process", "--nodes", "3", "--local-image",
                           "strait=" + straitBinary()}),
             "");
-  auto nodes = realNodes(*home_);
-  ASSERT_EQ(nodes.size(), 3u);
+  std::vector<std::pair<std::string, std::string>> nodes;
+  ASSERT_TRUE(waitFor([&] {
+    nodes = realNodes(*home_);
+    return nodes.size() == 3;
+  }, 30s, 500ms))
+      << kc(*home_, {"get", "nodes"}).describe();
   std::vector<std::string> netns;
   for (const auto& [node, ip] : nodes) {
     netns.push_back(nodeNetns("fabds-" + suffix_, node));
@@ -244,7 +254,7 @@ TEST_F(FabricDaemonSetTest, RoutesFollowTheConfigMapOnEveryNodeButTheGateway) {
   // The bad entry is named in the log of each fabric, the change logged.
   std::string log1 = fabricLog(*home_, nodes[1].first);
   EXPECT_NE(log1.find("event=bad_entry"), std::string::npos) << log1;
-  EXPECT_NE(log1.find("cidrs entry 2 \\\"banana\\\""), std::string::npos) << log1;
+  EXPECT_NE(log1.find("cidrs entry 2 \"banana\": not a CIDR"), std::string::npos) << log1;
   EXPECT_NE(log1.find("event=route_added route=\"10.240.0.0/16 via " + gwIp + "\""),
             std::string::npos)
       << log1;
@@ -329,8 +339,13 @@ class FabricTest : public FabricTestBase {
     homeSide_.interface = "sfh" + suffix_;
     cloudSide_.interface = "sfc" + suffix_;
     for (Side* side : {&homeSide_, &cloudSide_}) {
-      auto nodes = realNodes(*side->cluster);
-      if (nodes.size() != 2) return side->name + ": expected 2 nodes";
+      std::vector<std::pair<std::string, std::string>> nodes;
+      if (!waitFor([&] {
+            nodes = realNodes(*side->cluster);
+            return nodes.size() == 2;
+          }, 30s, 500ms)) {
+        return side->name + ": expected 2 nodes";
+      }
       for (const auto& n : nodes) {
         side->netns.push_back(nodeNetns(side->name, n.first));
         if (side->netns.back().empty()) return side->name + ": no namespace for " + n.first;
@@ -398,7 +413,7 @@ class FabricTest : public FabricTestBase {
   json waitRunning(const Minicluster& c, const std::string& ns, const std::string& name) {
     json pod;
     waitFor([&] {
-      pod = getJson(c, {"pod", "-n", ns, name});
+      pod = getJson(c, {"get", "pod", "-n", ns, name});
       return pod.is_object() && pod["status"].value("phase", "") == "Running" &&
              !pod["status"].value("podIP", "").empty();
     }, 90s, 500ms);
@@ -523,8 +538,8 @@ TEST_F(FabricTest, PushPeeringCarriesHomeToCloudPodTrafficThroughTheTunnel) {
   json offloaded;
   std::string remoteNs = remoteNamespace("demo");
   ASSERT_TRUE(waitFor([&] {
-    json pods = getJson(*homeSide_.cluster, {"pods", "-n", "demo", "-l", "app=web"});
-    for (const json& p : pods.value("items", json::array())) {
+    json pods = getJson(*homeSide_.cluster, {"get", "pods", "-n", "demo", "-l", "app=web"});
+    for (const json& p : items(pods)) {
       if (p["spec"].value("nodeName", "") == kVirtualNode &&
           p["status"].value("phase", "") == "Running" && !p["status"].value("podIP", "").empty()) {
         offloaded = p;
@@ -542,8 +557,8 @@ TEST_F(FabricTest, PushPeeringCarriesHomeToCloudPodTrafficThroughTheTunnel) {
   // The same Pod in the cloud: its real address, and its hostname.
   json remote;
   ASSERT_TRUE(waitFor([&] {
-    json pods = getJson(*cloudSide_.cluster, {"pods", "-n", remoteNs});
-    for (const json& p : pods.value("items", json::array())) {
+    json pods = getJson(*cloudSide_.cluster, {"get", "pods", "-n", remoteNs});
+    for (const json& p : items(pods)) {
       if (p["status"].value("podIP", "") == translate(offloadedIp, cloudSeenHere, kPodCidr)) {
         remote = p;
         return true;
