@@ -294,6 +294,11 @@ bool ConsumerReflection::markPodsUnreachable() {
       }
     }
     if (!changed) continue;
+    if (kube::hasArray(pod["status"], "containerStatuses")) {
+      for (json& cs : pod["status"]["containerStatuses"]) {
+        if (cs.is_object()) cs["ready"] = false;
+      }
+    }
     kube::Result<json> r = kube::updateStatus(local_, res::kPods, kube::getNamespace(pod), pod);
     if (!r.ok() && !kube::isNotFound(r.error())) {
       all = false;

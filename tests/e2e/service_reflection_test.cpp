@@ -114,8 +114,8 @@ class ServiceReflectionTest : public OffloadSuite {
     return getJson(*home_, a);
   }
 
-  // Addresses of the endpoints of Service `svc`'s slices in `slices` (a list), by managed-by
-  // value, with their ready condition.
+  // The endpoints of the slices in `slices` (a list) by managed-by value: Pod name (or
+  // address when the slice names no Pod) -> ready.
   static std::map<std::string, std::map<std::string, bool>> endpointsByManager(
       const json& slices) {
     std::map<std::string, std::map<std::string, bool>> out;
@@ -125,6 +125,13 @@ class ServiceReflectionTest : public OffloadSuite {
           "/metadata/labels/endpointslice.kubernetes.io~1managed-by"_json_pointer, std::string());
       for (const json& e : s.value("endpoints", json::array())) {
         const bool ready = e.value("/conditions/ready"_json_pointer, false);
+        // By Pod name where the slice names it (addresses may repeat across the clusters,
+        // whose pod CIDRs overlap), else by address.
+        const std::string pod = e.value("/targetRef/name"_json_pointer, std::string());
+        if (!pod.empty()) {
+          out[mgr][pod] = ready;
+          continue;
+        }
         for (const json& a : e.value("addresses", json::array())) {
           out[mgr][a.get<std::string>()] = ready;
         }
@@ -133,9 +140,11 @@ class ServiceReflectionTest : public OffloadSuite {
     return out;
   }
 
-  // Pod IPs of the home Pods labelled app=web, split by whether they run on the virtual node.
-  std::pair<std::set<std::string>, std::set<std::string>> webPodIps() {
-    std::set<std::string> homeIps, cloudIps;
+  // Name -> IP of the home Pods labelled app=web, split by whether they run on the virtual
+  // node.
+  using PodIps = std::map<std::string, std::string>;
+  std::pair<PodIps, PodIps> webPodIps() {
+    PodIps homeIps, cloudIps;
     json pods = homeGet({"get", "pods", "-l", "app=web"});
     if (!pods.is_object()) return {};
     for (const json& p : pods.value("items", json::array())) {
@@ -143,7 +152,7 @@ class ServiceReflectionTest : public OffloadSuite {
       if (ip.empty()) continue;
       (p.value("/spec/nodeName"_json_pointer, std::string()) == kVirtualNode ? cloudIps
                                                                               : homeIps)
-          .insert(ip);
+          [p.value("/metadata/name"_json_pointer, std::string())] = ip;
     }
     return {homeIps, cloudIps};
   }
@@ -207,11 +216,14 @@ TEST_F(ServiceReflectionTest, ServicesAndEndpointSlicesFollowBothWays) {
   EXPECT_EQ(cloudSvc["spec"]["selector"], json({{"app", "web"}}));
   EXPECT_EQ(cloudSvc["spec"]["ports"][0]["port"], 80);
   EXPECT_EQ(cloudSvc["spec"]["ports"][0]["targetPort"], 8080);
-  EXPECT_EQ(cloudEp["endpointslice.strait.io"].count(*homeIps.begin()), 1u)
+  EXPECT_EQ(cloudEp["endpointslice.strait.io"].count(homeIps.begin()->second), 1u)
       << "the home replica's address is reflected";
-  EXPECT_TRUE(cloudEp["endpointslice.strait.io"][*homeIps.begin()]);
-  for (const std::string& ip : homeIps) EXPECT_TRUE(homeEp["endpointslice-controller.k8s.io"][ip]);
-  for (const std::string& ip : cloudIps) EXPECT_TRUE(homeEp["endpointslice-controller.k8s.io"][ip]);
+  EXPECT_TRUE(cloudEp["endpointslice.strait.io"][homeIps.begin()->second]);
+  for (const auto& [pod, ip] : homeIps) EXPECT_TRUE(homeEp["endpointslice-controller.k8s.io"][pod]);
+  for (const auto& [pod, ip] : cloudIps) {
+    EXPECT_TRUE(homeEp["endpointslice-controller.k8s.io"][pod]) << pod;
+    EXPECT_TRUE(cloudEp["endpointslice-controller.k8s.io"][pod]) << pod;
+  }
   std::printf("figure: service+slices in the provider %.2fs after the pods had IPs (load %s, "
               "home ClusterIP %s, cloud ClusterIP %s)\n",
               converged, loadAverage().c_str(), homeClusterIp.c_str(), cloudClusterIp.c_str());
@@ -227,7 +239,7 @@ TEST_F(ServiceReflectionTest, ServicesAndEndpointSlicesFollowBothWays) {
     auto ep = endpointsByManager(homeGet({"get", "endpointslices", "-l",
                                           "kubernetes.io/service-name=solo"}));
     return !ip.empty() && ep["endpointslice-controller.k8s.io"].size() == 1 &&
-           ep["endpointslice-controller.k8s.io"][ip];
+           ep["endpointslice-controller.k8s.io"]["solo"];
   }, 90s)) << homeGet({"get", "endpointslices"}).dump(1);
 
   // Ports follow.
@@ -370,9 +382,10 @@ TEST_F(ServiceReflectionTest, APartitionMarksEndpointsNotReadyOnBothSidesAndTheH
     auto homeEp = endpointsByManager(homeGet({"get", "endpointslices", "-l",
                                               "kubernetes.io/service-name=web"}));
     bool offloadedNotReady = true;
-    for (const std::string& ip : cloudIps) {
-      offloadedNotReady = offloadedNotReady && homeEp["endpointslice-controller.k8s.io"].count(ip) &&
-                          !homeEp["endpointslice-controller.k8s.io"][ip];
+    for (const auto& [pod, ip] : cloudIps) {
+      offloadedNotReady = offloadedNotReady &&
+                          homeEp["endpointslice-controller.k8s.io"].count(pod) &&
+                          !homeEp["endpointslice-controller.k8s.io"][pod];
     }
     if (homeMarked < 0 && offloadedNotReady) homeMarked = secondsSince(cut);
     return cloudMarked >= 0 && homeMarked >= 0;
@@ -395,7 +408,7 @@ TEST_F(ServiceReflectionTest, APartitionMarksEndpointsNotReadyOnBothSidesAndTheH
   }
   auto homeEp = endpointsByManager(homeGet({"get", "endpointslices", "-l",
                                             "kubernetes.io/service-name=web"}));
-  EXPECT_TRUE(homeEp["endpointslice-controller.k8s.io"][*homeIps.begin()]);
+  EXPECT_TRUE(homeEp["endpointslice-controller.k8s.io"][homeIps.begin()->first]);
   json stillThere = cloudGet({"get", "service", "web"});
   ASSERT_TRUE(stillThere.is_object());
   EXPECT_EQ(stillThere["metadata"]["uid"], cloudSvc["metadata"]["uid"]);
@@ -413,7 +426,7 @@ TEST_F(ServiceReflectionTest, APartitionMarksEndpointsNotReadyOnBothSidesAndTheH
     auto ep = endpointsByManager(homeGet({"get", "endpointslices", "-l",
                                           "kubernetes.io/service-name=web"}));
     bool ready = true;
-    for (const std::string& ip : cloudIps) ready = ready && ep["endpointslice-controller.k8s.io"][ip];
+    for (const auto& [pod, ip] : cloudIps) ready = ready && ep["endpointslice-controller.k8s.io"][pod];
     if (homeRestored < 0 && ready) homeRestored = secondsSince(heal);
     return cloudRestored >= 0 && homeRestored >= 0;
   }, 60s)) << "cloud=" << cloudRestored << " home=" << homeRestored << agentLogs();
