@@ -61,6 +61,10 @@ CLUSTER_RULES = {
         ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "create"),
         ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "get"),
         ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "update"),
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "create"),
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "get"),
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "update"),
+        ("strait.io", "offloadingoverrides", "list"), ("strait.io", "offloadingoverrides", "watch"),
         ("authorization.k8s.io", "subjectaccessreviews", "create"),
     },
     "provider": {
@@ -83,6 +87,10 @@ NAMED_RULES = {
     ("certificates.k8s.io", "signers", "approve"): ["kubernetes.io/kubelet-serving"],
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "get"): ["strait-offloading"],
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "update"): ["strait-offloading"],
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "get"):
+        ["strait-offloading-overrides"],
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "update"):
+        ["strait-offloading-overrides"],
 }
 SYSTEM_ROLE_RULES = {("", r, v) for r in ("secrets", "configmaps")
                      for v in ("get", "list", "create", "update", "delete")} | {
@@ -504,8 +512,10 @@ def check_variants(helm, c):
         got = rule_set(role, c) if c.expect(role is not None, "consumer ClusterRole") else set()
         want = {("", "namespaces", v) for v in ("get", "list", "watch")} | {
             ("", "events", "create"), ("", "pods", "list"), ("", "pods", "patch")} | {
-            ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", v)
-            for v in ("create", "get", "update")}
+            ("admissionregistration.k8s.io", kind, v)
+            for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
+            for v in ("create", "get", "update")} | {
+            ("strait.io", "offloadingoverrides", v) for v in ("list", "watch")}
         c.expect(got == want, f"consumer rules for the webhook alone: extra {sorted(got - want)}, "
                               f"missing {sorted(want - got)}")
         c.equal([d["metadata"]["namespace"] for d in by_kind(docs, "Role")], ["strait-system"],
