@@ -19,6 +19,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <iostream>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -637,6 +639,11 @@ TEST_F(FabricTest, PushPeeringCarriesHomeToCloudPodTrafficThroughTheTunnel) {
   EXPECT_EQ(receiver.stdoutText().substr(0, 64), sentSum) << receiver.stderrText();
   auto homeAfter = transfer(homeSide_);
   auto cloudAfter = transfer(cloudSide_);
+  std::cerr << "fabric: offloaded Pod " << remoteName << " at " << offloadedIp << " (cloud's "
+            << cloudSeenHere << " here), home Pod client at " << clientSeenThere
+            << " in the cloud; 100 MiB sent: home gateway tx +"
+            << homeAfter.second - homeBefore.second << " B, cloud gateway rx +"
+            << cloudAfter.first - cloudBefore.first << " B\n";
   EXPECT_GE(homeAfter.second - homeBefore.second, kBytes) << "home gateway tx";
   EXPECT_GE(cloudAfter.first - cloudBefore.first, kBytes) << "cloud gateway rx";
 
@@ -647,7 +654,11 @@ TEST_F(FabricTest, PushPeeringCarriesHomeToCloudPodTrafficThroughTheTunnel) {
   EXPECT_TRUE(waitFor([&] { return statusRow(*homeSide_.cluster).value("tunnel", "") == "False"; },
                       10s, 250ms))
       << statusRow(*homeSide_.cluster).dump();
-  EXPECT_LE(std::chrono::steady_clock::now() - cutAt, 12s);
+  auto downAfter = std::chrono::steady_clock::now() - cutAt;
+  EXPECT_LE(downAfter, 12s);
+  std::cerr << "fabric: TunnelUp False "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(downAfter).count()
+            << " ms after the UDP path was cut\n";
   CommandResult cut = execIn(*homeSide_.cluster, "local", "client",
                              "curl -s -m 3 http://" + offloadedIp + ":8080/hostname", 20s);
   EXPECT_NE(cut.exitCode, 0) << cut.describe();
