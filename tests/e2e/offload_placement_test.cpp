@@ -8,7 +8,8 @@
 //  - `--selector tier=gold` offloads to the labelled virtual node, `--selector tier=silver`
 //    (no virtual node matches) leaves Remote Pods unscheduled;
 //  - `Local` offloads no Pod even when the Pods tolerate the virtual node themselves: what
-//    does not fit at home stays Pending, nothing reaches the cloud;
+//    does not fit at home stays Pending, no Pod reaches the cloud, the namespace's Service
+//    does;
 //  - bad flags are refused with a message naming them.
 // ctest runs each test in a process of its own, with fresh clusters.
 
@@ -206,6 +207,17 @@ TEST_F(OffloadPlacementTest, LocalOffloadsNoPodAndBadFlagsAreRefused) {
           << "the webhook added a toleration: " << p["spec"].dump();
     }
   }
+  EXPECT_TRUE(cloudPods("local").empty());
+  // The namespace's Services are still reflected: Local keeps Pods home, not the namespace.
+  ASSERT_EQ(kubectl(*home_, {"create", "service", "clusterip", "big", "-n", "local", "--tcp",
+                             "80:8080"}).exitCode,
+            0);
+  CommandResult svc;
+  EXPECT_TRUE(waitFor([&] {
+    svc = kubectl(*cloud_, {"get", "service", "big", "-n", remoteNamespace("local"), "-o",
+                            "jsonpath={.spec.ports[0].port}"});
+    return svc.exitCode == 0 && svc.out == "80";
+  }, 30s)) << svc.describe() << agentLogs();
   EXPECT_TRUE(cloudPods("local").empty());
 
   struct Bad {
