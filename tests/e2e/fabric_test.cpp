@@ -13,7 +13,9 @@
 //    test), namespace demo offloaded and a Deployment that bursts into the cloud. Then
 //    traffic between a home Pod and an offloaded Pod both ways (curl, ping, 100 MB with
 //    SHA-256), `wg show` on both gateways, `strait status`, the counters, a cut of the UDP
-//    path on the host (nft) and its heal, and unpeer leaving no peer, route or rule.
+//    path on the host (nft) and its heal, and unpeer leaving no peer, route or rule. A third
+//    test peers one consumer with two providers, all three on 10.244.0.0/16: each provider
+//    is reached through a remap of its own.
 //
 // Without root (or the process runtime's tools, or helm) every test is skipped with why.
 #include <gtest/gtest.h>
@@ -715,6 +717,125 @@ TEST_F(FabricTest, PullPeeringCarriesTrafficBothWaysAndUnpeersCleanly) {
     EXPECT_EQ(lines(wg(*side, "peers")).size(), 1u) << side->name << wg(*side, "dump");
   }
   unpeerAndCheckClean({cloudSeenHere, homeSeenThere});
+}
+
+
+// One consumer and two providers, all three with pod CIDR 10.244.0.0/16: home sees each
+// provider through a remap of its own, so two offloaded Pods with the same real address in
+// their clusters answer at home on two different addresses, each through its own tunnel.
+TEST_F(FabricTest, TwoProvidersWithTheSamePodCidrAreEachReachableThroughTheirOwnRemap) {
+  struct Cluster3 {
+    std::string agentName, clusterName, interface, netns;
+    int port = 0;
+    Minicluster cluster;
+    AgentProcess agent;
+  };
+  int base = 50000 + (::getpid() % 5000) * 3;
+  std::vector<std::unique_ptr<Cluster3>> all;
+  for (const char* name : {"home", "cloud-a", "cloud-b"}) {
+    auto c = std::make_unique<Cluster3>();
+    c->agentName = name;
+    c->clusterName = std::string(name) + "-3-" + suffix_;
+    c->interface = "s3" + std::string(1, name[name[0] == 'h' ? 0 : 6]) + suffix_;
+    c->port = base + static_cast<int>(all.size());
+    ASSERT_EQ(c->cluster.start(c->clusterName, 60s,
+                               {"--runtime", "process", "--nodes", "1", "--node-cpu", "4",
+                                "--pod-cidr", kPodCidr, "--local-image",
+                                "strait=" + straitBinary()}),
+              "")
+        << name;
+    std::vector<std::pair<std::string, std::string>> nodes;
+    ASSERT_TRUE(waitFor([&] {
+      nodes = realNodes(c->cluster);
+      return nodes.size() == 1;
+    }, 30s, 500ms));
+    c->netns = nodeNetns(c->clusterName, nodes[0].first);
+    ASSERT_FALSE(c->netns.empty());
+    std::vector<std::string> args = kAgentArgs;
+    if (c->agentName != "home") args.insert(args.end(), {"--share", "1"});
+    args.insert(args.end(), {"--gateway", "--gateway-netns", "/run/netns/" + c->netns,
+                             "--gateway-node", nodes[0].first, "--gateway-port",
+                             std::to_string(c->port), "--gateway-interface", c->interface,
+                             "--pod-cidr", kPodCidr});
+    ASSERT_EQ(c->agent.start(c->cluster.kubeconfig(), name, args), "") << name;
+    all.push_back(std::move(c));
+  }
+  Cluster3& home = *all[0];
+  auto logs = [&] {
+    std::string out;
+    for (auto& c : all) {
+      std::string l = c->agent.logs();
+      out += "\n--- " + c->agentName + " agent ---\n" + (l.size() > 4000 ? l.substr(l.size() - 4000) : l);
+    }
+    return out;
+  };
+  for (size_t i = 1; i < all.size(); ++i) {
+    CommandResult p = strait({"peer", "--kubeconfig", home.cluster.kubeconfig(),
+                              "--remote-kubeconfig", all[i]->cluster.kubeconfig(), "--cpu", "2",
+                              "--memory", "4Gi", "--pods", "20"},
+                             120s);
+    ASSERT_EQ(p.exitCode, 0) << p.describe() << logs();
+  }
+  ASSERT_EQ(kc(home.cluster, {"create", "namespace", "multi"}).exitCode, 0);
+  CommandResult off = strait({"offload", "namespace", "multi", "--kubeconfig",
+                              home.cluster.kubeconfig()});
+  ASSERT_EQ(off.exitCode, 0) << off.describe();
+
+  // Both tunnels Up, each provider seen through a remap of its own.
+  json rows;
+  ASSERT_TRUE(waitFor([&] {
+    CommandResult r = strait({"status", "--kubeconfig", home.cluster.kubeconfig(), "-o", "json"});
+    rows = json::parse(r.out, nullptr, false);
+    if (rows.is_object() && rows.contains("items")) rows = rows["items"];
+    if (!rows.is_array() || rows.size() != 2) return false;
+    for (const json& row : rows) {
+      if (row.value("tunnel", "") != "True") return false;
+    }
+    return true;
+  }, 90s, 1s))
+      << rows.dump(2) << logs();
+  std::map<std::string, std::string> seenHere;  // provider -> its pod CIDR as home sees it
+  for (const json& row : rows) seenHere[row.value("remote", "")] = row.value("remoteCIDRSeenHere", "");
+  ASSERT_EQ(seenHere.size(), 2u) << rows.dump(2);
+  EXPECT_NE(seenHere["cloud-a"], seenHere["cloud-b"]);
+  for (const auto& [name, cidr] : seenHere) {
+    EXPECT_FALSE(cidr.empty()) << name;
+    EXPECT_NE(cidr, kPodCidr) << name;
+  }
+  EXPECT_EQ(lines(runCommand({"wg", "show", home.interface, "peers"}).out).size(), 2u)
+      << runCommand({"wg", "show", home.interface}).out;
+
+  // One Pod on each provider, one at home; each offloaded Pod answers on its own address.
+  json client = runServerPod(home.cluster, "default", "client");
+  ASSERT_TRUE(client.is_object()) << logs();
+  std::map<std::string, std::string> ipOf;
+  for (const char* provider : {"cloud-a", "cloud-b"}) {
+    std::string pod = std::string("on-") + (provider[6]);
+    std::string manifest = R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + pod +
+                           R"(","namespace":"multi"},"spec":{"nodeName":"strait-)" + provider +
+                           R"(","tolerations":[{"operator":"Exists"}],"containers":[{"name":"web",
+        "image":"registry.k8s.io/e2e-test-images/agnhost:2.47","args":["netexec","--http-port=8080"],
+        "ports":[{"containerPort":8080}]}]}})";
+    ASSERT_EQ(kc(home.cluster, {"apply", "-f", "-"}, 60s, manifest).exitCode, 0);
+    json p = waitRunning(home.cluster, "multi", pod);
+    ASSERT_TRUE(p.is_object() && !p["status"].value("podIP", "").empty()) << p.dump() << logs();
+    ipOf[provider] = p["status"]["podIP"];
+    EXPECT_TRUE(inPrefix(ipOf[provider], seenHere[provider]))
+        << provider << " " << ipOf[provider] << " " << seenHere[provider];
+  }
+  EXPECT_NE(ipOf["cloud-a"], ipOf["cloud-b"]);
+  // The real addresses in the two clouds are the same plan; home tells them apart.
+  EXPECT_EQ(translate(ipOf["cloud-a"], seenHere["cloud-a"], kPodCidr),
+            translate(ipOf["cloud-b"], seenHere["cloud-b"], kPodCidr));
+  for (const char* provider : {"cloud-a", "cloud-b"}) {
+    CommandResult hello;
+    EXPECT_TRUE(waitFor([&] {
+      hello = execIn(home.cluster, "default", "client",
+                     "curl -s -m 5 http://" + ipOf[provider] + ":8080/hostname", 20s);
+      return hello.exitCode == 0 && hello.out == std::string("on-") + provider[6];
+    }, 30s, 1s))
+        << provider << ": " << hello.describe() << logs();
+  }
 }
 
 }  // namespace
