@@ -261,7 +261,7 @@ void ConsumerReflection::enqueueServiceSlices(const std::string& serviceKey) {
   }
 }
 
-void ConsumerReflection::namespaceOffloaded(const std::string& ns) {
+void ConsumerReflection::resyncNamespaceServices(const std::string& ns) {
   if (!services_ || !reflector_) return;
   for (const kube::ObjectPtr& s : services_->cache().list()) {
     if (kube::getNamespace(*s) == ns) (void)reflector_->enqueue("Service", kube::objectKey(*s));

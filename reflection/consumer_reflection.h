@@ -128,8 +128,9 @@ class ConsumerReflection {
   StreamCounters counters() const;
   // Services, EndpointSlices reflected and conflicts now.
   ServiceReflectionCounts serviceCounts() const;
-  // Local namespace `ns` is now offloaded to this provider: its Services are looked at.
-  void namespaceOffloaded(const std::string& ns);
+  // Local namespace `ns` became offloaded to this provider, or stopped being: its Services
+  // are looked at again (reflected, or their remote copies and counts dropped).
+  void resyncNamespaceServices(const std::string& ns);
 
  private:
   bool gateOpen() const;

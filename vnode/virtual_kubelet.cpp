@@ -129,12 +129,13 @@ kube::Status VirtualKubelet::start() {
 
   reflection::ConsumerReflection* reflection = reflection_.get();
   namespaces_->setOnOffloaded(
-      [reflection](const std::string& ns) { reflection->namespaceOffloaded(ns); });
+      [reflection](const std::string& ns) { reflection->resyncNamespaceServices(ns); });
   namespaces_->start([reflection, mapping](const std::string& ns,
                                            reflection::NamingStrategy naming) {
     kube::Result<std::string> remote =
         reflection::NamespaceMapping(mapping.consumerId(), naming).remoteNamespace(ns);
     if (remote.ok()) reflection->releaseNamespace(*remote);
+    reflection->resyncNamespaceServices(ns);
   });
   overrides_->start();
   node_ = std::make_unique<NodeController>(local_, no);
