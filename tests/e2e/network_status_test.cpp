@@ -283,6 +283,30 @@ TEST_F(NetworkStatusTest, GatewaysOnBothSidesBringTheTunnelUpAndReportItsFigures
   EXPECT_TRUE(waitFor([&] { return tunnelIs(consumer(), "True"); }, std::chrono::seconds(30)))
       << onlyRow(consumer()).dump(2);
 
+  // kill -9 of the consumer agent: the restarted one brings the tunnel back with the same key
+  // (from its Secret) and the same remap (from the ForeignCluster).
+  const json keyBefore = onlyRow(provider()).value("remotePublicKey", json());
+  auto ups = [&] {
+    const std::string logs = consumerAgent().logs();
+    size_t n = 0;
+    for (size_t at = logs.find("event=tunnel_up "); at != std::string::npos;
+         at = logs.find("event=tunnel_up ", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  const size_t upsBefore = ups();
+  consumerAgent().kill();
+  auto restarted = std::chrono::steady_clock::now();
+  ASSERT_EQ(consumerAgent().restart(), "");
+  EXPECT_TRUE(waitFor([&] { return ups() > upsBefore; }, std::chrono::seconds(30)))
+      << consumerAgent().logs();
+  std::cout << "tunnel up again after the agent's restart: "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - restarted).count()
+            << " s (agent start included)\n";
+  EXPECT_EQ(onlyRow(provider()).value("remotePublicKey", json()), keyBefore);
+  EXPECT_EQ(onlyRow(consumer()).value("remoteCIDRSeenHere", json()), json("10.240.0.0/16"));
+
   // Unpeer: no peer, no route left in either namespace.
   CommandResult u = unpeer();
   EXPECT_EQ(u.exitCode, 0) << u.describe();
