@@ -3,7 +3,7 @@
 // agents' UAPI sockets:
 //
 //  - FabricDaemonSetTest: the chart's fabric DaemonSet (helm template, kubectl apply) runs
-//    `strait fabric` as hostNetwork Pods in each node namespace of a two-node cluster with
+//    `strait fabric` as hostNetwork Pods in each node namespace of a three-node cluster with
 //    its ServiceAccount's in-cluster config (RBAC enforced); the routes of every node but the
 //    gateway node follow a hand-written strait-fabric ConfigMap, a bad entry is ignored with
 //    a warning in the Pod's log, and deleting the ConfigMap removes them all.
