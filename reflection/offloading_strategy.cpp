@@ -9,9 +9,9 @@ kube::Result<PodOffloadingStrategy> parsePodOffloadingStrategy(std::string_view 
   if (text.empty() || text == "LocalAndRemote") return PodOffloadingStrategy::LocalAndRemote;
   if (text == "Remote") return PodOffloadingStrategy::Remote;
   if (text == "Local") return PodOffloadingStrategy::Local;
-  return kube::makeError(kube::Code::Invalid,
-                         "unknown pod offloading strategy \"" + std::string(text) +
-                             "\": expected LocalAndRemote, Remote or Local");
+  return kube::makeError(kube::Code::Invalid, "unknown pod offloading strategy \"" +
+                                                  std::string(text) +
+                                                  "\": expected LocalAndRemote, Remote or Local");
 }
 
 const char* podOffloadingStrategyName(PodOffloadingStrategy s) {

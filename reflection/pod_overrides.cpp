@@ -31,8 +31,8 @@ class Problems {
   std::string text_;
 };
 
-std::map<std::string, std::string> stringMap(const json& v, const std::string& field,
-                                             bool labels, Problems& p) {
+std::map<std::string, std::string> stringMap(const json& v, const std::string& field, bool labels,
+                                             Problems& p) {
   std::map<std::string, std::string> out;
   if (v.is_null()) return out;
   if (!v.is_object()) {
@@ -227,8 +227,8 @@ kube::Result<PodOverride> parsePodOverride(const json& obj) {
   if (!spec.is_object()) {
     return kube::makeError(kube::Code::Invalid, "spec: required (an object)", "spec");
   }
-  static const std::set<std::string> kSpecKeys = {"providers", "podSelector", "containers",
-                                                  "rules", "strategicMergePatch", "jsonPatch"};
+  static const std::set<std::string> kSpecKeys = {"providers", "podSelector",         "containers",
+                                                  "rules",     "strategicMergePatch", "jsonPatch"};
   for (const auto& [k, v] : spec.items()) {
     if (!kSpecKeys.count(k)) p.add("spec." + k, "unknown field");
   }
@@ -236,8 +236,8 @@ kube::Result<PodOverride> parsePodOverride(const json& obj) {
   if (!providers.is_null() && !providers.is_object()) {
     p.add("spec.providers", "expected {names: [...], selector: {...}}");
   } else if (providers.is_object()) {
-    for (const std::string& n : stringList(providers.value("names", json()),
-                                           "spec.providers.names", p)) {
+    for (const std::string& n :
+         stringList(providers.value("names", json()), "spec.providers.names", p)) {
       o.providerNames.insert(n);
     }
     if (providers.contains("selector") && !providers["selector"].is_null()) {
@@ -264,7 +264,7 @@ kube::Result<PodOverride> parsePodOverride(const json& obj) {
   if (!rules.is_null() && !rules.is_object()) p.add("spec.rules", "expected an object");
   if (rules.is_object()) {
     static const std::set<std::string> kRuleKeys = {
-        "imageRegistry", "addLabels",   "removeLabels", "addAnnotations",
+        "imageRegistry",     "addLabels",   "removeLabels", "addAnnotations",
         "removeAnnotations", "tolerations", "nodeSelector", "resources"};
     for (const auto& [k, v] : rules.items()) {
       if (!kRuleKeys.count(k)) p.add("spec.rules." + k, "unknown rule");
@@ -427,8 +427,9 @@ kube::Status applyPodOverride(json& pod, const PodOverride& o) {
     pod = std::move(*r);
   }
   if (ownership(pod) != owned) {
-    return fail("it must not change the Pod's name, namespace or strait.io/ labels and "
-                "annotations");
+    return fail(
+        "it must not change the Pod's name, namespace or strait.io/ labels and "
+        "annotations");
   }
   return kube::Status::OK();
 }

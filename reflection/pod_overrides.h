@@ -47,8 +47,8 @@ struct PodOverride {
   std::string name;  // "namespace/name", for messages and ordering
   std::set<std::string> providerNames;
   std::optional<kube::LabelSelector> providerSelector;
-  kube::LabelSelector podSelector;  // empty: every Pod
-  std::set<std::string> containers;  // empty: all
+  kube::LabelSelector podSelector;                                   // empty: every Pod
+  std::set<std::string> containers;                                  // empty: all
   std::optional<std::pair<std::string, std::string>> imageRegistry;  // from, to
   std::map<std::string, std::string> addLabels, addAnnotations;
   std::vector<std::string> removeLabels, removeAnnotations;

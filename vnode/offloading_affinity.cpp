@@ -75,10 +75,11 @@ std::optional<json> offloadingAffinity(const json& spec, const Offloading& o) {
   if (branches.empty()) {
     // Nothing may be chosen: a term no node satisfies (a key with In and no value is
     // invalid, so an impossible pair of expressions).
-    branches.push_back(json::array(
-        {{{"key", std::string(kLabelType)}, {"operator", "In"},
-          {"values", json::array({std::string(kTypeVirtualKubelet)})}},
-         {{"key", std::string(kLabelType)}, {"operator", "DoesNotExist"}}}));
+    branches.push_back(
+        json::array({{{"key", std::string(kLabelType)},
+                      {"operator", "In"},
+                      {"values", json::array({std::string(kTypeVirtualKubelet)})}},
+                     {{"key", std::string(kLabelType)}, {"operator", "DoesNotExist"}}}));
   }
 
   json affinity = spec.is_object() && spec.contains("affinity") && spec["affinity"].is_object()

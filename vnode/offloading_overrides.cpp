@@ -27,10 +27,9 @@ json offloadingOverrideCrd() {
           {"properties",
            {{"spec", {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}}}}},
       {"additionalPrinterColumns",
-       json::array({{{"name", "Providers"},
-                     {"type", "string"},
-                     {"jsonPath", ".spec.providers.names"}},
-                    {{"name", "Age"}, {"type", "date"}, {"jsonPath", ".metadata.creationTimestamp"}}})}};
+       json::array(
+           {{{"name", "Providers"}, {"type", "string"}, {"jsonPath", ".spec.providers.names"}},
+            {{"name", "Age"}, {"type", "date"}, {"jsonPath", ".metadata.creationTimestamp"}}})}};
   return {{"apiVersion", "apiextensions.k8s.io/v1"},
           {"kind", "CustomResourceDefinition"},
           {"metadata",
@@ -96,8 +95,7 @@ void OffloadingOverrides::stop() {
 }
 
 kube::Result<reflection::PodOverrides> OffloadingOverrides::overridesFor(
-    const json& localPod, const std::string& providerName,
-    const kube::LabelSet& nodeLabels) const {
+    const json& localPod, const std::string& providerName, const kube::LabelSet& nodeLabels) const {
   if (!informer_ || !informer_->hasSynced()) {
     return kube::makeError(kube::Code::Unavailable, "offloading overrides not listed yet");
   }
@@ -114,8 +112,8 @@ kube::Result<reflection::PodOverrides> OffloadingOverrides::overridesFor(
     kube::Result<reflection::PodOverride> o = reflection::parsePodOverride(*obj);
     if (!o.ok()) {
       return kube::makeError(kube::Code::Invalid, "offloading override " + ns + "/" +
-                                                      kube::getName(*obj) + " is invalid: " +
-                                                      o.error().message);
+                                                      kube::getName(*obj) +
+                                                      " is invalid: " + o.error().message);
     }
     if (!reflection::overrideSelectsProvider(*o, providerName, nodeLabels) ||
         !reflection::overrideSelectsPod(*o, localPod)) {

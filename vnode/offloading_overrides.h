@@ -26,8 +26,8 @@ class Informer;
 
 namespace strait::vnode {
 
-inline const kube::ResourceRef kOffloadingOverrides{"strait.io", "v1alpha1",
-                                                    "offloadingoverrides", true};
+inline const kube::ResourceRef kOffloadingOverrides{"strait.io", "v1alpha1", "offloadingoverrides",
+                                                    true};
 
 nlohmann::json offloadingOverrideCrd();
 
@@ -35,7 +35,8 @@ nlohmann::json offloadingOverrideCrd();
 kube::Status installOffloadingOverrideCrd(kube::Client& client);
 
 // Answers an admission.k8s.io/v1 AdmissionReview for an OffloadingOverride: allowed, or
-// refused with code 400 (BadRequest, as kubectl shows the webhook's message then) and parsePodOverride's message. Malformed reviews are refused.
+// refused with code 400 (BadRequest, as kubectl shows the webhook's message then) and
+// parsePodOverride's message. Malformed reviews are refused.
 nlohmann::json admitOffloadingOverride(const nlohmann::json& review);
 
 class OffloadingOverrides {

@@ -39,10 +39,9 @@ std::string deployment() {
                               {"topologyKey", "kubernetes.io/hostname"},
                               {"whenUnsatisfiable", "ScheduleAnyway"},
                               {"labelSelector", {{"matchLabels", {{"app", "web"}}}}}}})},
-               {"containers",
-                json::array({{{"name", "c"},
-                              {"image", "busybox"},
-                              {"resources", {{"requests", {{"cpu", "100m"}}}}}}})}};
+               {"containers", json::array({{{"name", "c"},
+                                            {"image", "busybox"},
+                                            {"resources", {{"requests", {{"cpu", "100m"}}}}}}})}};
   json d = {{"apiVersion", "apps/v1"},
             {"kind", "Deployment"},
             {"metadata", {{"name", "web"}, {"namespace", "web"}}}};
@@ -59,7 +58,7 @@ TEST(OffloadFailoverTest, KilledProvidersReplicasMoveToTheOtherProvider) {
   ASSERT_EQ(cloudA.start("cloud-a", 60s, {"--nodes", "1", "--node-cpu", "4"}), "");
   ASSERT_EQ(cloudB.start("cloud-b", 60s, {"--nodes", "1", "--node-cpu", "4"}), "");
   const std::vector<std::string> timing = {"--heartbeat-interval", "300ms", "--lost-after", "3s",
-                                           "--kubelet-port", "0"};
+                                           "--kubelet-port",       "0"};
   std::vector<std::string> cloudArgs = timing;
   cloudArgs.insert(cloudArgs.end(), {"--share", "1"});
   std::vector<std::string> homeArgs = timing;
@@ -78,9 +77,9 @@ TEST(OffloadFailoverTest, KilledProvidersReplicasMoveToTheOtherProvider) {
                        const std::string& in = "") {
     std::vector<std::string> argv = {"kubectl", "--kubeconfig", c.kubeconfig()};
     argv.insert(argv.end(), args.begin(), args.end());
-    return runCommand(argv, {{"KUBECACHEDIR", dir.path() + "/k" + std::to_string(++n)},
-                             {"HOME", dir.path()}},
-                      60s, in);
+    return runCommand(
+        argv, {{"KUBECACHEDIR", dir.path() + "/k" + std::to_string(++n)}, {"HOME", dir.path()}},
+        60s, in);
   };
   auto kubectl = [&](const std::vector<std::string>& args, const std::string& in = "") {
     return kubectlOn(home, args, in);
@@ -93,7 +92,8 @@ TEST(OffloadFailoverTest, KilledProvidersReplicasMoveToTheOtherProvider) {
   }
   auto ready = [&](const std::string& node) {
     return kubectl({"get", "node", node, "-o",
-                    "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"}).out;
+                    "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"})
+        .out;
   };
   for (const std::string node : {"strait-cloud-a", "strait-cloud-b"}) {
     ASSERT_TRUE(waitFor([&] { return ready(node) == "True"; }, 60s)) << node << diagnostics();
@@ -123,10 +123,13 @@ TEST(OffloadFailoverTest, KilledProvidersReplicasMoveToTheOtherProvider) {
     return s;
   };
   std::map<std::string, int> before;
-  ASSERT_TRUE(waitFor([&] {
-    before = placement();
-    return before["strait-cloud-a"] + before["strait-cloud-b"] == 4;
-  }, 90s)) << describe(before) << diagnostics();
+  ASSERT_TRUE(waitFor(
+      [&] {
+        before = placement();
+        return before["strait-cloud-a"] + before["strait-cloud-b"] == 4;
+      },
+      90s))
+      << describe(before) << diagnostics();
   ASSERT_GE(before["strait-cloud-a"], 1) << "not spread: " << describe(before);
   ASSERT_GE(before["strait-cloud-b"], 1) << "not spread: " << describe(before);
 
@@ -135,16 +138,19 @@ TEST(OffloadFailoverTest, KilledProvidersReplicasMoveToTheOtherProvider) {
   ASSERT_TRUE(waitFor([&] { return ready("strait-cloud-a") == "False"; }, 60s)) << diagnostics();
   const auto notReady = Clock::now();
   std::map<std::string, int> after;
-  ASSERT_TRUE(waitFor([&] {
-    after = placement();
-    return after["strait-cloud-b"] == 4;
-  }, 90s)) << describe(after) << diagnostics();
+  ASSERT_TRUE(waitFor(
+      [&] {
+        after = placement();
+        return after["strait-cloud-b"] == 4;
+      },
+      90s))
+      << describe(after) << diagnostics();
   const auto moved = Clock::now();
   EXPECT_EQ(after.count("strait-cloud-a") ? after["strait-cloud-a"] : 0, 0) << describe(after);
   // The replacements run in cloud-b.
-  CommandResult remote = kubectlOn(cloudB, {"get", "pods", "-A", "-l",
-                                            "strait.io/origin-cluster-id", "-o",
-                                            "jsonpath={.items[*].status.phase}"});
+  CommandResult remote =
+      kubectlOn(cloudB, {"get", "pods", "-A", "-l", "strait.io/origin-cluster-id", "-o",
+                         "jsonpath={.items[*].status.phase}"});
   int runningInB = 0;
   for (size_t p = remote.out.find("Running"); p != std::string::npos;
        p = remote.out.find("Running", p + 1)) {

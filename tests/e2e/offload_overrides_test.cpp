@@ -41,7 +41,7 @@ TEST(OffloadOverridesTest, OverrideForOneProviderShowsOnlyThereAndBadOnesAreRefu
   ASSERT_EQ(cloudA.start("cloud-a", 60s, {"--nodes", "1", "--node-cpu", "4"}), "");
   ASSERT_EQ(cloudB.start("cloud-b", 60s, {"--nodes", "1", "--node-cpu", "4"}), "");
   const std::vector<std::string> timing = {"--heartbeat-interval", "300ms", "--lost-after", "3s",
-                                           "--kubelet-port", "0"};
+                                           "--kubelet-port",       "0"};
   std::vector<std::string> cloudArgs = timing;
   cloudArgs.insert(cloudArgs.end(), {"--share", "1"});
   AgentProcess homeAgent, agentA, agentB;
@@ -58,9 +58,9 @@ TEST(OffloadOverridesTest, OverrideForOneProviderShowsOnlyThereAndBadOnesAreRefu
                        const std::string& in = "") {
     std::vector<std::string> argv = {"kubectl", "--kubeconfig", c.kubeconfig()};
     argv.insert(argv.end(), args.begin(), args.end());
-    return runCommand(argv, {{"KUBECACHEDIR", dir.path() + "/k" + std::to_string(++n)},
-                             {"HOME", dir.path()}},
-                      60s, in);
+    return runCommand(
+        argv, {{"KUBECACHEDIR", dir.path() + "/k" + std::to_string(++n)}, {"HOME", dir.path()}},
+        60s, in);
   };
   auto kubectl = [&](const std::vector<std::string>& args, const std::string& in = "") {
     return kubectlOn(home, args, in);
@@ -73,11 +73,14 @@ TEST(OffloadOverridesTest, OverrideForOneProviderShowsOnlyThereAndBadOnesAreRefu
   }
   for (const std::string node : {"strait-cloud-a", "strait-cloud-b"}) {
     CommandResult ready;
-    ASSERT_TRUE(waitFor([&] {
-      ready = kubectl({"get", "node", node, "-o",
-                       "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"});
-      return ready.out == "True";
-    }, 60s)) << node << ": " << ready.describe() << diagnostics();
+    ASSERT_TRUE(waitFor(
+        [&] {
+          ready = kubectl({"get", "node", node, "-o",
+                           "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"});
+          return ready.out == "True";
+        },
+        60s))
+        << node << ": " << ready.describe() << diagnostics();
   }
   ASSERT_EQ(kubectl({"create", "namespace", "multi"}).exitCode, 0);
   CommandResult off = runCommand(
@@ -119,10 +122,13 @@ TEST(OffloadOverridesTest, OverrideForOneProviderShowsOnlyThereAndBadOnesAreRefu
             0);
   for (const std::string pod : {"on-a", "on-b"}) {
     CommandResult st;
-    ASSERT_TRUE(waitFor([&] {
-      st = kubectl({"get", "pod", pod, "-n", "multi", "-o", "jsonpath={.status.phase}"});
-      return st.out == "Running";
-    }, 90s)) << pod << ": " << st.describe() << diagnostics();
+    ASSERT_TRUE(waitFor(
+        [&] {
+          st = kubectl({"get", "pod", pod, "-n", "multi", "-o", "jsonpath={.status.phase}"});
+          return st.out == "Running";
+        },
+        90s))
+        << pod << ": " << st.describe() << diagnostics();
   }
   auto remotePod = [&](const Minicluster& cloud, const std::string& name) {
     CommandResult r = kubectlOn(cloud, {"get", "pods", "-A", "-l", "strait.io/origin-cluster-id",
@@ -144,9 +150,10 @@ TEST(OffloadOverridesTest, OverrideForOneProviderShowsOnlyThereAndBadOnesAreRefu
   EXPECT_TRUE(hasGpuToleration(a)) << a["spec"].dump();
   EXPECT_EQ(b["spec"]["containers"][0]["image"], "nginx:1.27");
   EXPECT_FALSE(hasGpuToleration(b)) << b["spec"].dump();
-  EXPECT_EQ(kubectl({"get", "pod", "on-a", "-n", "multi", "-o",
-                     "jsonpath={.spec.containers[0].image}"}).out,
-            "nginx:1.27");
+  EXPECT_EQ(
+      kubectl({"get", "pod", "on-a", "-n", "multi", "-o", "jsonpath={.spec.containers[0].image}"})
+          .out,
+      "nginx:1.27");
 
   // No update loop: the overridden remote Pod is what the reconcile compares.
   const std::string rv = a["metadata"].value("resourceVersion", "");
@@ -156,11 +163,14 @@ TEST(OffloadOverridesTest, OverrideForOneProviderShowsOnlyThereAndBadOnesAreRefu
 
   // A patch that makes the remote Pod invalid: the provider's API server says why.
   CommandResult reason;
-  EXPECT_TRUE(waitFor([&] {
-    reason = kubectl({"get", "pod", "broken", "-n", "multi", "-o",
-                      "jsonpath={.status.reason}|{.status.message}"});
-    return reason.out.rfind("ProviderRefused|", 0) == 0;
-  }, 60s)) << reason.describe() << diagnostics();
+  EXPECT_TRUE(waitFor(
+      [&] {
+        reason = kubectl({"get", "pod", "broken", "-n", "multi", "-o",
+                          "jsonpath={.status.reason}|{.status.message}"});
+        return reason.out.rfind("ProviderRefused|", 0) == 0;
+      },
+      60s))
+      << reason.describe() << diagnostics();
   EXPECT_NE(reason.out.find("Not_A_Label"), std::string::npos) << reason.out;
   EXPECT_FALSE(remotePod(cloudB, "broken").is_object());
 }

@@ -57,10 +57,9 @@ class OffloadPlacementTest : public OffloadSuite {
   static json deployment(const std::string& ns, const std::string& name, int replicas,
                          const std::string& cpu, bool tolerateVirtualNode = false) {
     json spec = {{"terminationGracePeriodSeconds", 1},
-                 {"containers",
-                  json::array({{{"name", "c"},
-                                {"image", "busybox"},
-                                {"resources", {{"requests", {{"cpu", cpu}}}}}}})}};
+                 {"containers", json::array({{{"name", "c"},
+                                              {"image", "busybox"},
+                                              {"resources", {{"requests", {{"cpu", cpu}}}}}}})}};
     if (tolerateVirtualNode) {
       spec["tolerations"] = json::array(
           {{{"key", "virtual-node.strait.io/not-allowed"}, {"operator", "Exists"}},
@@ -98,8 +97,7 @@ class OffloadPlacementTest : public OffloadSuite {
     std::string out;
     for (const json& p : pods(ns)) {
       out += "\n" + p["metadata"].value("name", "") + " node=" + nodeOf(p) +
-             " phase=" + phaseOf(p) + " affinity=" +
-             p["spec"].value("affinity", json()).dump();
+             " phase=" + phaseOf(p) + " affinity=" + p["spec"].value("affinity", json()).dump();
     }
     return out + "\n" + agentLogs();
   }
@@ -114,24 +112,27 @@ class OffloadPlacementTest : public OffloadSuite {
 };
 
 TEST_F(OffloadPlacementTest, RemoteKeepsPodsOffHomeNodesAndSelectorsChooseByLabel) {
-  CommandResult label = kubectl(*home_, {"get", "node", kVirtualNode, "-o",
-                                         "jsonpath={.metadata.labels.tier}"});
+  CommandResult label =
+      kubectl(*home_, {"get", "node", kVirtualNode, "-o", "jsonpath={.metadata.labels.tier}"});
   EXPECT_EQ(label.out, "gold") << label.describe();
 
   CommandResult off = offload("remote", {"--pod-offloading-strategy", "Remote"});
   ASSERT_EQ(off.exitCode, 0) << off.describe();
   EXPECT_NE(off.out.find("pods run only on any virtual node"), std::string::npos) << off.out;
-  ASSERT_EQ(kubectl(*home_, {"apply", "-f", "-"}, deployment("remote", "web", 3, "100m").dump())
-                .exitCode,
-            0);
-  ASSERT_TRUE(waitFor([&] {
-    json items = pods("remote");
-    if (items.size() != 3) return false;
-    for (const json& p : items) {
-      if (phaseOf(p) != "Running") return false;
-    }
-    return true;
-  }, 90s)) << describe("remote");
+  ASSERT_EQ(
+      kubectl(*home_, {"apply", "-f", "-"}, deployment("remote", "web", 3, "100m").dump()).exitCode,
+      0);
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json items = pods("remote");
+        if (items.size() != 3) return false;
+        for (const json& p : items) {
+          if (phaseOf(p) != "Running") return false;
+        }
+        return true;
+      },
+      90s))
+      << describe("remote");
   for (const json& p : pods("remote")) EXPECT_EQ(nodeOf(p), kVirtualNode) << describe("remote");
   EXPECT_EQ(cloudPods("remote").size(), 3u);
 
@@ -142,33 +143,39 @@ TEST_F(OffloadPlacementTest, RemoteKeepsPodsOffHomeNodesAndSelectorsChooseByLabe
                           "on virtual nodes, 0 on this cluster's nodes)"),
             std::string::npos)
       << back.out;
-  CommandResult strategy = kubectl(*home_, {"get", "namespace", "remote", "-o",
-      "jsonpath={.metadata.annotations.strait\\.io/pod-offloading-strategy}"});
+  CommandResult strategy =
+      kubectl(*home_, {"get", "namespace", "remote", "-o",
+                       "jsonpath={.metadata.annotations.strait\\.io/pod-offloading-strategy}"});
   EXPECT_EQ(strategy.out, "") << strategy.describe();
   for (const json& p : pods("remote")) EXPECT_EQ(nodeOf(p), kVirtualNode);
 
   // Selectors on the virtual nodes' labels.
-  ASSERT_EQ(offload("gold", {"--pod-offloading-strategy", "Remote", "--selector", "tier=gold"})
+  ASSERT_EQ(
+      offload("gold", {"--pod-offloading-strategy", "Remote", "--selector", "tier=gold"}).exitCode,
+      0);
+  ASSERT_EQ(offload("silver", {"--pod-offloading-strategy", "Remote", "--selector", "tier=silver"})
                 .exitCode,
             0);
-  ASSERT_EQ(offload("silver", {"--pod-offloading-strategy", "Remote", "--selector",
-                               "tier=silver"}).exitCode,
-            0);
-  ASSERT_EQ(kubectl(*home_, {"apply", "-f", "-"}, deployment("gold", "g", 1, "100m").dump())
-                .exitCode,
-            0);
-  ASSERT_EQ(kubectl(*home_, {"apply", "-f", "-"}, deployment("silver", "s", 1, "100m").dump())
-                .exitCode,
-            0);
-  ASSERT_TRUE(waitFor([&] {
-    json items = pods("gold");
-    return items.size() == 1 && phaseOf(items[0]) == "Running";
-  }, 90s)) << describe("gold");
+  ASSERT_EQ(
+      kubectl(*home_, {"apply", "-f", "-"}, deployment("gold", "g", 1, "100m").dump()).exitCode, 0);
+  ASSERT_EQ(
+      kubectl(*home_, {"apply", "-f", "-"}, deployment("silver", "s", 1, "100m").dump()).exitCode,
+      0);
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json items = pods("gold");
+        return items.size() == 1 && phaseOf(items[0]) == "Running";
+      },
+      90s))
+      << describe("gold");
   EXPECT_EQ(nodeOf(pods("gold")[0]), kVirtualNode);
-  ASSERT_TRUE(waitFor([&] {
-    json items = pods("silver");
-    return items.size() == 1 && unschedulable(items[0]);
-  }, 60s)) << describe("silver");
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json items = pods("silver");
+        return items.size() == 1 && unschedulable(items[0]);
+      },
+      60s))
+      << describe("silver");
   EXPECT_EQ(nodeOf(pods("silver")[0]), "");
   // The remote copy's affinity no longer names the virtual node's own labels.
   json remote = getJson(*cloud_, {"get", "pods", "-n", remoteNamespace("gold")});
@@ -184,20 +191,23 @@ TEST_F(OffloadPlacementTest, LocalOffloadsNoPodAndBadFlagsAreRefused) {
   EXPECT_NE(off.out.find("no pod is offloaded"), std::string::npos) << off.out;
   // Four Pods of 1.5 CPU tolerating the virtual node themselves: two fit at home, the other
   // two would fit only on the virtual node, which Local forbids.
-  ASSERT_EQ(kubectl(*home_, {"apply", "-f", "-"},
-                    deployment("local", "big", 4, "1500m", true).dump())
-                .exitCode,
-            0);
-  ASSERT_TRUE(waitFor([&] {
-    json items = pods("local");
-    if (items.size() != 4) return false;
-    int running = 0, unscheduled = 0;
-    for (const json& p : items) {
-      running += phaseOf(p) == "Running";
-      unscheduled += unschedulable(p);
-    }
-    return running == 2 && unscheduled == 2;
-  }, 90s)) << describe("local");
+  ASSERT_EQ(
+      kubectl(*home_, {"apply", "-f", "-"}, deployment("local", "big", 4, "1500m", true).dump())
+          .exitCode,
+      0);
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json items = pods("local");
+        if (items.size() != 4) return false;
+        int running = 0, unscheduled = 0;
+        for (const json& p : items) {
+          running += phaseOf(p) == "Running";
+          unscheduled += unschedulable(p);
+        }
+        return running == 2 && unscheduled == 2;
+      },
+      90s))
+      << describe("local");
   for (const json& p : pods("local")) {
     EXPECT_NE(nodeOf(p), kVirtualNode) << describe("local");
     // The Pod's own toleration has no effect; the webhook's would say NoExecute.
@@ -209,15 +219,19 @@ TEST_F(OffloadPlacementTest, LocalOffloadsNoPodAndBadFlagsAreRefused) {
   }
   EXPECT_TRUE(cloudPods("local").empty());
   // The namespace's Services are still reflected: Local keeps Pods home, not the namespace.
-  ASSERT_EQ(kubectl(*home_, {"create", "service", "clusterip", "big", "-n", "local", "--tcp",
-                             "80:8080"}).exitCode,
-            0);
+  ASSERT_EQ(
+      kubectl(*home_, {"create", "service", "clusterip", "big", "-n", "local", "--tcp", "80:8080"})
+          .exitCode,
+      0);
   CommandResult svc;
-  EXPECT_TRUE(waitFor([&] {
-    svc = kubectl(*cloud_, {"get", "service", "big", "-n", remoteNamespace("local"), "-o",
-                            "jsonpath={.spec.ports[0].port}"});
-    return svc.exitCode == 0 && svc.out == "80";
-  }, 30s)) << svc.describe() << agentLogs();
+  EXPECT_TRUE(waitFor(
+      [&] {
+        svc = kubectl(*cloud_, {"get", "service", "big", "-n", remoteNamespace("local"), "-o",
+                                "jsonpath={.spec.ports[0].port}"});
+        return svc.exitCode == 0 && svc.out == "80";
+      },
+      30s))
+      << svc.describe() << agentLogs();
   EXPECT_TRUE(cloudPods("local").empty());
 
   struct Bad {
@@ -233,9 +247,9 @@ TEST_F(OffloadPlacementTest, LocalOffloadsNoPodAndBadFlagsAreRefused) {
     EXPECT_NE(r.exitCode, 0) << r.describe();
     EXPECT_NE(r.err.find(b.says), std::string::npos) << r.describe();
   }
-  CommandResult badLabel = strait({"peer", "--kubeconfig", home_->kubeconfig(),
-                                   "--remote-kubeconfig", cloud_->kubeconfig(), "--label",
-                                   "kubernetes.io/hostname=x"});
+  CommandResult badLabel =
+      strait({"peer", "--kubeconfig", home_->kubeconfig(), "--remote-kubeconfig",
+              cloud_->kubeconfig(), "--label", "kubernetes.io/hostname=x"});
   EXPECT_NE(badLabel.exitCode, 0);
   EXPECT_NE(badLabel.err.find("the virtual node sets kubernetes.io/hostname itself"),
             std::string::npos)

@@ -39,7 +39,8 @@ json remotePod() {
 TEST(PodOverridesTest, RegistryRewriteReadsImagesAsDockerDoes) {
   EXPECT_EQ(rewriteImageRegistry("nginx:1.27", "docker.io", "mirror.local:5000"),
             "mirror.local:5000/library/nginx:1.27");
-  EXPECT_EQ(rewriteImageRegistry("org/app@sha256:ab", "docker.io", "m.io"), "m.io/org/app@sha256:ab");
+  EXPECT_EQ(rewriteImageRegistry("org/app@sha256:ab", "docker.io", "m.io"),
+            "m.io/org/app@sha256:ab");
   EXPECT_EQ(rewriteImageRegistry("docker.io/org/app", "docker.io", "m.io"), "m.io/org/app");
   EXPECT_EQ(rewriteImageRegistry("quay.io/org/side:1", "quay.io", "m.io"), "m.io/org/side:1");
   EXPECT_EQ(rewriteImageRegistry("quay.io/org/side:1", "docker.io", "m.io"), "quay.io/org/side:1");
@@ -59,7 +60,8 @@ TEST(PodOverridesTest, RulesChangeTheChosenContainersAndMetadata) {
   ASSERT_TRUE(applyPodOverride(pod, o).ok());
   EXPECT_EQ(pod["spec"]["containers"][0]["image"], "mirror.local/library/nginx:1.27");
   EXPECT_EQ(pod["spec"]["containers"][1]["image"], "quay.io/org/side:1");  // not chosen
-  EXPECT_EQ(pod["metadata"]["labels"], json::parse(R"({"tier":"cloud","strait.io/origin-uid":"u1"})"));
+  EXPECT_EQ(pod["metadata"]["labels"],
+            json::parse(R"({"tier":"cloud","strait.io/origin-uid":"u1"})"));
   EXPECT_EQ(pod["metadata"]["annotations"], json::parse(R"({"b":"2"})"));
   ASSERT_EQ(pod["spec"]["tolerations"].size(), 2u);  // the existing one is not repeated
   EXPECT_EQ(pod["spec"]["tolerations"][1]["key"], "gpu");
@@ -114,14 +116,18 @@ TEST(PodOverridesTest, InvalidOverridesNameEveryProblem) {
             "spec.jsonPatch[0].op: \"fold\" is not one of"},
            {R"({"jsonPatch":[{"op":"add","path":"spec/x","value":1}]})",
             "spec.jsonPatch[0].path: not a JSON pointer"},
-           {R"({"jsonPatch":[{"op":"add","path":"/spec/x"}]})", "spec.jsonPatch[0].value: required"},
+           {R"({"jsonPatch":[{"op":"add","path":"/spec/x"}]})",
+            "spec.jsonPatch[0].value: required"},
            {R"({"jsonPatch":{"op":"add"}})", "spec.jsonPatch: expected a list"},
            {R"({"strategicMergePatch":{"spec":{"$patch":"merge"}}})", "spec.strategicMergePatch"},
            {R"({"strategicMergePatch":[1]})", "spec.strategicMergePatch: expected an object"},
-           {R"({"rules":{"imageRegistry":{"from":"docker.io"}}})", "spec.rules.imageRegistry.to: required"},
+           {R"({"rules":{"imageRegistry":{"from":"docker.io"}}})",
+            "spec.rules.imageRegistry.to: required"},
            {R"({"rules":{"addLabels":{"bad key!":"v"}}})", "spec.rules.addLabels.bad key!"},
-           {R"({"rules":{"removeLabels":["strait.io/origin-uid"]}})", "strait.io/ keys are Strait's own"},
-           {R"({"rules":{"resources":{"requests":0}}})", "spec.rules.resources.requests: expected a number above 0"},
+           {R"({"rules":{"removeLabels":["strait.io/origin-uid"]}})",
+            "strait.io/ keys are Strait's own"},
+           {R"({"rules":{"resources":{"requests":0}}})",
+            "spec.rules.resources.requests: expected a number above 0"},
            {R"({"rules":{"tolerations":[{"key":"a","operator":"Maybe"}]}})",
             "spec.rules.tolerations[0].operator"},
            {R"({"rules":{"renameEverything":true}})", "spec.rules.renameEverything: unknown rule"},
@@ -136,8 +142,8 @@ TEST(PodOverridesTest, InvalidOverridesNameEveryProblem) {
         << c.spec << " -> " << o.error().message;
   }
   // Two problems, both named.
-  kube::Result<PodOverride> two = parsePodOverride(override(json::parse(
-      R"({"rules":{"imageRegistry":{}},"jsonPatch":[{"op":"add"}]})")));
+  kube::Result<PodOverride> two = parsePodOverride(
+      override(json::parse(R"({"rules":{"imageRegistry":{}},"jsonPatch":[{"op":"add"}]})")));
   ASSERT_FALSE(two.ok());
   EXPECT_NE(two.error().message.find("imageRegistry.from"), std::string::npos);
   EXPECT_NE(two.error().message.find("jsonPatch[0].path"), std::string::npos);
@@ -156,7 +162,8 @@ TEST(PodOverridesTest, SelectsProvidersByNameOrLabelsAndPodsByLabels) {
   EXPECT_TRUE(overrideSelectsProvider(labelled, "cloud-b", {{"tier", "gold"}}));
   EXPECT_FALSE(overrideSelectsProvider(labelled, "cloud-b", {{"tier", "silver"}}));
   EXPECT_TRUE(overrideSelectsPod(labelled, remotePod()));
-  EXPECT_FALSE(overrideSelectsPod(labelled, json::parse(R"({"metadata":{"labels":{"app":"db"}}})")));
+  EXPECT_FALSE(
+      overrideSelectsPod(labelled, json::parse(R"({"metadata":{"labels":{"app":"db"}}})")));
 }
 
 TEST(PodOverridesTest, ForgeAppliesOverridesSoTheComparedFieldsAreTheOverriddenOnes) {

@@ -23,7 +23,8 @@ bool requirementHolds(const json& e, const Labels& labels) {
   auto it = labels.find(key);
   std::vector<std::string> values = e.value("values", std::vector<std::string>());
   auto listed = [&] {
-    return it != labels.end() && std::find(values.begin(), values.end(), it->second) != values.end();
+    return it != labels.end() &&
+           std::find(values.begin(), values.end(), it->second) != values.end();
   };
   if (op == "In") return listed();
   if (op == "NotIn") return !listed();
@@ -37,9 +38,8 @@ bool requirementHolds(const json& e, const Labels& labels) {
 
 bool admits(const std::optional<json>& affinity, const Labels& node) {
   if (!affinity) return true;
-  const json& terms =
-      (*affinity)["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-                 ["nodeSelectorTerms"];
+  const json& terms = (*affinity)["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                                 ["nodeSelectorTerms"];
   for (const json& t : terms) {
     bool all = true;
     for (const json& e : t.value("matchExpressions", json::array())) {
@@ -50,7 +50,8 @@ bool admits(const std::optional<json>& affinity, const Labels& node) {
   return false;
 }
 
-const Labels kHome = {{"kubernetes.io/hostname", "home-1"}, {"topology.kubernetes.io/region", "eu"}};
+const Labels kHome = {{"kubernetes.io/hostname", "home-1"},
+                      {"topology.kubernetes.io/region", "eu"}};
 Labels vnode(const std::string& provider, const std::string& region, const std::string& tier) {
   Labels l = {{"type", "virtual-kubelet"},
               {"strait.io/remote-cluster-id", provider + "-id"},
@@ -97,8 +98,8 @@ TEST(OffloadingAffinityTest, LocalAdmitsOnlyRealNodes) {
 }
 
 TEST(OffloadingAffinityTest, SelectorChoosesVirtualNodesByTheirLabels) {
-  auto gold = offloadingAffinity(kSpec, offloading(PodOffloadingStrategy::LocalAndRemote, "",
-                                                   "tier=gold"));
+  auto gold =
+      offloadingAffinity(kSpec, offloading(PodOffloadingStrategy::LocalAndRemote, "", "tier=gold"));
   EXPECT_TRUE(admits(gold, kHome));
   EXPECT_TRUE(admits(gold, kCloudA));
   EXPECT_FALSE(admits(gold, kCloudB));
@@ -107,16 +108,16 @@ TEST(OffloadingAffinityTest, SelectorChoosesVirtualNodesByTheirLabels) {
   EXPECT_FALSE(admits(notEu, kHome));  // a home node is not a virtual node
   EXPECT_FALSE(admits(notEu, kCloudA));
   EXPECT_TRUE(admits(notEu, kCloudB));
-  auto set = offloadingAffinity(
-      kSpec, offloading(PodOffloadingStrategy::Remote, "", "topology.kubernetes.io/region in "
-                                                            "(us,asia),!tier"));
+  auto set = offloadingAffinity(kSpec, offloading(PodOffloadingStrategy::Remote, "",
+                                                  "topology.kubernetes.io/region in "
+                                                  "(us,asia),!tier"));
   EXPECT_FALSE(admits(set, kCloudA));
   EXPECT_TRUE(admits(set, kCloudB));
 }
 
 TEST(OffloadingAffinityTest, UnparsableSelectorAdmitsNoVirtualNode) {
-  auto mixed = offloadingAffinity(kSpec, offloading(PodOffloadingStrategy::LocalAndRemote, "",
-                                                    "tier in gold"));
+  auto mixed = offloadingAffinity(
+      kSpec, offloading(PodOffloadingStrategy::LocalAndRemote, "", "tier in gold"));
   EXPECT_TRUE(admits(mixed, kHome));
   EXPECT_FALSE(admits(mixed, kCloudA));
   auto remote =
@@ -132,14 +133,15 @@ TEST(OffloadingAffinityTest, ThePodsOwnTermsStillHoldOnEveryBranch) {
     "nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
       {"matchExpressions":[{"key":"topology.kubernetes.io/region","operator":"In","values":["eu"]}]},
       {"matchExpressions":[{"key":"disk","operator":"Exists"}]}]}}}})");
-  auto a = offloadingAffinity(spec, offloading(PodOffloadingStrategy::LocalAndRemote, "",
-                                               "topology.kubernetes.io/region"));
+  auto a = offloadingAffinity(
+      spec, offloading(PodOffloadingStrategy::LocalAndRemote, "", "topology.kubernetes.io/region"));
   ASSERT_TRUE(a);
   EXPECT_EQ((*a)["podAntiAffinity"], spec["affinity"]["podAntiAffinity"]);
   // Two own terms x two branches.
-  EXPECT_EQ((*a)["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-                ["nodeSelectorTerms"].size(),
-            4u);
+  EXPECT_EQ(
+      (*a)["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+          .size(),
+      4u);
   EXPECT_TRUE(admits(a, kHome));
   EXPECT_TRUE(admits(a, kCloudA));
   EXPECT_FALSE(admits(a, kCloudB));  // region us fails the Pod's own first term, no disk label
@@ -155,13 +157,13 @@ TEST(OffloadingAffinityTest, SelectorOperatorsMapToNodeSelectorOperators) {
   std::map<std::string, std::string> ops;
   for (const json& r : reqs) ops[r["key"]] = r["operator"];
   EXPECT_EQ(ops, (std::map<std::string, std::string>{{"a", "In"},
-                                                      {"b", "NotIn"},
-                                                      {"c", "In"},
-                                                      {"d", "NotIn"},
-                                                      {"e", "Exists"},
-                                                      {"f", "DoesNotExist"},
-                                                      {"g", "Gt"},
-                                                      {"h", "Lt"}}));
+                                                     {"b", "NotIn"},
+                                                     {"c", "In"},
+                                                     {"d", "NotIn"},
+                                                     {"e", "Exists"},
+                                                     {"f", "DoesNotExist"},
+                                                     {"g", "Gt"},
+                                                     {"h", "Lt"}}));
 }
 
 TEST(OffloadingAffinityTest, WebhookAddsNoTolerationUnderLocal) {
