@@ -104,8 +104,11 @@ peering::PeeringObserver* VnodeRuntime::observer() {
 }
 
 kube::Status VnodeRuntime::startWebhook(const kube::KeyPair& ca) {
-  // The virtual kubelets read OffloadingOverrides; the webhook validates them.
-  if (kube::Status s = vnode::installOffloadingOverrideCrd(*client_); !s.ok()) return s;
+  // The virtual kubelets read OffloadingOverrides; the webhook validates them. A
+  // provider-only agent (neither) has no use for them, nor the permission to list them.
+  if (!flags_.noVirtualNodes || !flags_.noWebhook) {
+    if (kube::Status s = vnode::installOffloadingOverrideCrd(*client_); !s.ok()) return s;
+  }
   if (flags_.noWebhook) return kube::Status::OK();
   vnode::WebhookServerOptions w;
   size_t colon = flags_.webhookListen.rfind(':');
