@@ -13,6 +13,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "cmd/cli_util.h"
@@ -26,7 +27,8 @@ namespace {
 
 std::atomic<bool> g_stopFabric{false};
 
-// Wakes the loop: a ConfigMap event or a signal. Thread-safe.
+// Wakes the loop on a ConfigMap event (the informer's thread calls notify()). A signal only
+// sets g_stopFabric, which the loop reads at least every 200 ms. Thread-safe.
 struct Wakeup {
   std::mutex mu;
   std::condition_variable cv;
@@ -40,6 +42,7 @@ struct Wakeup {
     cv.notify_all();
   }
 };
+
 void onFabricSignal(int) { g_stopFabric = true; }
 
 struct FabricFlags {
@@ -73,6 +76,10 @@ std::string joinRoutes(const std::vector<tunnel::Route>& routes) {
 int runFabric(const FabricFlags& f) {
   setupLogging(f.logLevel);
   std::optional<std::chrono::milliseconds> resync = parseDuration(f.resync);
+  if (!resync) {
+    spdlog::error("event=bad_flag flag=--resync value=\"{}\"", f.resync);
+    return kExitUsage;
+  }
   auto table = tunnel::RouteTable::open("");
   if (!table) {
     spdlog::error("event=start_failed error=\"{}\"", table.error().message);
