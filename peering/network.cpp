@@ -452,6 +452,10 @@ void NetworkController::onProviderHeartbeat(const std::string& providerId,
     r.lastAttempt = now;
     r.offerGeneration = offerGeneration_;
     if (r.tunnel) req.set_provider_seen_as(r.seenAs);
+    if (!r.sentReason.empty()) {
+      req.set_refused_reason(r.sentReason);
+      req.set_refused_message(r.sentMessage);
+    }
   }
   *req.mutable_consumer() = offer();
   v1::NetworkResponse resp;
@@ -510,8 +514,13 @@ void NetworkController::onProviderHeartbeat(const std::string& providerId,
   }
   // Tell the provider what was chosen here (or why its offer was refused), so that both
   // sides show the same tunnel; its answer is the same offer again.
-  if (gateway_ && (localRefusalToSend || seenAs != req.provider_seen_as())) {
+  const bool refusalChanged = localRefusalToSend ? req.refused_reason() != cond.reason ||
+                                                       req.refused_message() != cond.message
+                                                 : !req.refused_reason().empty();
+  if (gateway_ && (refusalChanged || seenAs != req.provider_seen_as())) {
     req.set_provider_seen_as(seenAs);
+    req.clear_refused_reason();
+    req.clear_refused_message();
     if (localRefusalToSend) {
       req.set_refused_reason(cond.reason);
       req.set_refused_message(cond.message);
@@ -529,6 +538,7 @@ void NetworkController::onProviderHeartbeat(const std::string& providerId,
   r.negotiated = true;
   r.remoteDigest = digestOf(resp);
   r.sentReason = localRefusalToSend ? cond.reason : "";
+  r.sentMessage = localRefusalToSend ? cond.message : "";
 }
 
 kube::Status NetworkController::serveConsumer(const std::string& consumerId,
@@ -571,6 +581,22 @@ kube::Status NetworkController::serveConsumer(const std::string& consumerId,
       resp->set_refused_reason(c->reason);
       resp->set_refused_message(c->message);
     }
+  }
+  // The consumer has not chosen yet (its first call): answer, configure nothing until it
+  // confirms with its choice, so that a refusal on its side leaves nothing behind here.
+  if (std::holds_alternative<Accepted>(result) && req.provider_seen_as().empty()) {
+    resp->set_consumer_seen_as(std::get<Accepted>(result).seenAs);
+    base::MutexLock l(mu_);
+    Remote& r = remotes_[consumerId];
+    r.fcName = fcName;
+    r.negotiated = true;
+    r.answerDigest = digestOf(*resp);
+    if (!r.tunnel) {
+      state_.setCondition(consumerId,
+                          {false, "Negotiating", "waiting for " + consumer + " to accept this "
+                                                 "cluster's offer"});
+    }
+    return kube::Status::OK();
   }
   std::optional<uint16_t> keepalive;
   if (mode == kModePull) keepalive = config_.persistentKeepalive;

@@ -11,6 +11,8 @@
 //                         chosen) or why it refuses the provider's offer
 //   provider -> consumer: its offer, how it sees the consumer's pod CIDR, or a refusal
 //                         (reason and message naming the cause)
+// The provider configures its gateway peer only once the consumer has accepted (a call that
+// carries the consumer's choice): a first call without one is answered and changes nothing.
 // Each side validates the other's offer (key, CIDR, probe address, endpoint) and chooses how
 // it sees the other's pod CIDR (network_alloc.h: the CIDR itself, or a free prefix of the
 // same length from the remap pool when it overlaps this side's pod or service CIDR or a CIDR
@@ -156,7 +158,9 @@ class NetworkController {
     tunnel::GatewayPeer peer;
     std::string remoteCidr, seenAs, seenThere, remoteKey, remoteEndpoint, remoteProbe;
     TunnelCondition refusal;  // why there is no tunnel (when !tunnel)
-    std::string sentReason;   // consumer side: the refusal last sent to the provider
+    // Consumer side: the refusal last sent to the provider; repeated in the first call of the
+    // next exchange so that the provider configures nothing until this side accepts.
+    std::string sentReason, sentMessage;
     bool lastUp = false;
     bool reported = false;  // status.network written once for this state
     std::chrono::system_clock::time_point lastStatusWrite;

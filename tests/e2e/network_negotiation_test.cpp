@@ -437,6 +437,12 @@ TEST_F(NetworkNegotiationTest, AnExhaustedPoolIsRefusedOnBothSidesWithNoHalfTunn
   EXPECT_EQ(homeGw->peerCount(), 0u);
   EXPECT_EQ(cloudGw->peerCount(), 0u);
   EXPECT_TRUE(network(*homeClient_, "cloud").value("remoteCIDR", json()).is_null());
+  // Retried: the provider is told the standing refusal at once and never configures a peer,
+  // not even for a moment.
+  home->onProviderHeartbeat(kCloudId, "cloud", *rpc_, cloud->digestFor(kHomeId), false,
+                            std::chrono::system_clock::now() + 10s);
+  EXPECT_EQ(cloudGw->upserts(), 0);
+  EXPECT_EQ(cloud->state().condition(kHomeId).reason, "RemapPoolExhausted");
 }
 
 TEST_F(NetworkNegotiationTest, AnInvalidKeyOrCidrFromTheConsumerIsRefusedNamingTheCause) {
@@ -464,7 +470,8 @@ TEST_F(NetworkNegotiationTest, AnInvalidKeyOrCidrFromTheConsumerIsRefusedNamingT
   EXPECT_NE(resp.refused_message().find("host bits"), std::string::npos) << resp.refused_message();
   EXPECT_EQ(cloudGw->peerCount(), 0u);
 
-  // Fixed: accepted, not remapped (no overlap), and the provider's offer comes back.
+  // Fixed: accepted, not remapped (no overlap), and the provider's offer comes back; its
+  // gateway peer waits for the consumer's choice.
   req.mutable_consumer()->set_pod_cidr("10.100.0.0/16");
   req.mutable_consumer()->set_probe_address("10.100.0.1");
   ASSERT_TRUE(rpc_->network(req, &resp, 5s).ok());
@@ -472,6 +479,11 @@ TEST_F(NetworkNegotiationTest, AnInvalidKeyOrCidrFromTheConsumerIsRefusedNamingT
   EXPECT_EQ(resp.consumer_seen_as(), "10.100.0.0/16");
   EXPECT_EQ(resp.provider().pod_cidr(), "10.244.0.0/16");
   EXPECT_EQ(resp.provider().public_key(), tunnel::keyToBase64(cloudGw->publicKey()));
+  EXPECT_EQ(cloudGw->peerCount(), 0u);
+  EXPECT_EQ(cloud->state().condition(kHomeId).reason, "Negotiating");
+  req.set_provider_seen_as("10.244.0.0/16");
+  ASSERT_TRUE(rpc_->network(req, &resp, 5s).ok());
+  EXPECT_EQ(resp.consumer_seen_as(), "10.100.0.0/16");
   ASSERT_TRUE(cloudGw->peer(kHomeId));
   EXPECT_FALSE(cloudGw->peer(kHomeId)->seenAs);
   EXPECT_EQ(cloud->state().toLocalView(kHomeId, "10.100.0.9"), "10.100.0.9");
