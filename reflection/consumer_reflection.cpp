@@ -191,10 +191,14 @@ void ConsumerReflection::stop() {
 }
 
 kube::Status ConsumerReflection::registerServiceKinds() {
-  services_ = std::make_unique<kube::Informer>(local_,
-                                               kube::InformerOptions{res::kServices, "", "", ""});
-  slices_ = std::make_unique<kube::Informer>(
-      local_, kube::InformerOptions{res::kEndpointSlices, "", "", ""});
+  // Every Service and EndpointSlice of the cluster (the namespaces offloaded here change at
+  // run time): compact caches, read one object per handle().
+  kube::InformerOptions svcOpts{res::kServices, "", "", ""};
+  svcOpts.compactCache = true;
+  kube::InformerOptions sliceOpts{res::kEndpointSlices, "", "", ""};
+  sliceOpts.compactCache = true;
+  services_ = std::make_unique<kube::Informer>(local_, svcOpts);
+  slices_ = std::make_unique<kube::Informer>(local_, sliceOpts);
   slices_->addIndex(kServiceIndex, [](const json& s) {
     const std::string svc = endpointSliceServiceName(s);
     return svc.empty() ? std::vector<std::string>{}

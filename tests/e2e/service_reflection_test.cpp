@@ -149,7 +149,7 @@ class ServiceReflectionTest : public OffloadSuite {
     if (!pods.is_object()) return {};
     for (const json& p : pods.value("items", json::array())) {
       const std::string ip = p.value("/status/podIP"_json_pointer, std::string());
-      if (ip.empty()) continue;
+      if (ip.empty() || p.contains("/metadata/deletionTimestamp"_json_pointer)) continue;
       (p.value("/spec/nodeName"_json_pointer, std::string()) == kVirtualNode ? cloudIps
                                                                               : homeIps)
           [p.value("/metadata/name"_json_pointer, std::string())] = ip;
@@ -169,12 +169,16 @@ class ServiceReflectionTest : public OffloadSuite {
                     "--overrides",
                     R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"type","operator":"NotIn","values":["virtual-kubelet"]}]}]}}}}})"})
                   .exitCode, 0);
+    // The first ReplicaSet's Pods (before the nodeSelector) are gone once the rollout is done.
+    CommandResult rollout = home({"rollout", "status", "deployment/web", "--timeout", "120s"});
+    ASSERT_EQ(rollout.exitCode, 0) << rollout.describe();
     CommandResult ex = home({"expose", "deployment", "web", "--port", "80", "--target-port",
                              "8080"});
     ASSERT_EQ(ex.exitCode, 0) << ex.describe();
     ASSERT_TRUE(waitFor([&] {
+      json pods = homeGet({"get", "pods", "-l", "app=web"});
       auto [h, c] = webPodIps();
-      return h.size() == 1 && c.size() == 2;
+      return pods.is_object() && pods["items"].size() == 3 && h.size() == 1 && c.size() == 2;
     }, 120s)) << home({"get", "pods", "-o", "wide"}).out << agentLogs();
   }
 
