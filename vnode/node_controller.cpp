@@ -142,6 +142,7 @@ kube::Status NodeController::syncNode() {
   if (stored.is_null()) {
     kube::Result<json> created = client_.create(res::kNodes, "", built);
     if (!created.ok()) return created.error();
+    if (tunnel.up) tunnelEvent(*created, tunnel);
     spdlog::info("event=vnode_registered node={} ready={} allocatable=\"{}\"", name_,
                  readiness.ready, peering::formatResources(allocatable));
     base::MutexLock lock(mu_);
@@ -192,7 +193,8 @@ kube::Status NodeController::syncNode() {
     for (const json& c : storedConditions) {
       if (c.is_object() && c.value("type", "") == "TunnelUp") before = &c;
     }
-    if (before && before->value("status", "") != (tunnel.up ? "True" : "False")) {
+    // A flip, or a tunnel already up when the condition first appears (no flip to see).
+    if (before ? before->value("status", "") != (tunnel.up ? "True" : "False") : tunnel.up) {
       tunnelEvent(*updated, tunnel);
     }
   }
