@@ -66,6 +66,9 @@ CLUSTER_RULES = {
         ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "update"),
         ("strait.io", "offloadingoverrides", "list"), ("strait.io", "offloadingoverrides", "watch"),
         ("authorization.k8s.io", "subjectaccessreviews", "create"),
+        ("", "services", "list"), ("", "services", "watch"),
+        ("discovery.k8s.io", "endpointslices", "list"),
+        ("discovery.k8s.io", "endpointslices", "watch"),
     },
     "provider": {
         ("strait.io", "foreignclusters", "create"), ("strait.io", "foreignclusters", "update"),
@@ -78,8 +81,10 @@ CLUSTER_RULES = {
         ("", "events", "list"), ("", "events", "watch"),
         ("", "pods/log", "get"), ("", "pods/exec", "get"), ("", "pods/exec", "create"),
         ("metrics.k8s.io", "pods", "list"),
-    } | {("", r, v) for r in ("configmaps", "secrets", "serviceaccounts")
-         for v in ("get", "list", "create", "update", "delete")},
+    } | {("", r, v) for r in ("configmaps", "secrets", "serviceaccounts", "services")
+         for v in ("get", "list", "create", "update", "delete")} | {
+        ("discovery.k8s.io", "endpointslices", v)
+        for v in ("get", "list", "create", "update", "delete")},
 }
 # Rules restricted to named objects: (apiGroup, resource, verb) -> resourceNames.
 NAMED_RULES = {

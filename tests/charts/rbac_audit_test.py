@@ -263,6 +263,12 @@ def main():
         wait_for("Pod web/p1 Running on strait-cloud", lambda: kubectl(
             "home", "-n", "web", "get", "pod", "p1", "-o", "jsonpath={.status.phase}",
             check=False).stdout == "Running", 60)
+        kubectl("home", "-n", "web", "create", "service", "clusterip", "p1",
+                "--tcp=80:8080")
+        wait_for("Service p1 reflected to cloud", lambda: "p1" in kubectl(
+            "cloud", "get", "services", "-A", "-o", "jsonpath={.items[*].metadata.name}",
+            check=False).stdout.split(), 30)
+        kubectl("home", "-n", "web", "delete", "service", "p1")
         kubectl("home", "-n", "web", "logs", "p1")
         kubectl("home", "-n", "web", "exec", "p1", "--", "echo", "hello")
         kubectl("home", "-n", "web", "delete", "pod", "p1", "--wait=true", "--timeout=60s")
@@ -309,6 +315,7 @@ def main():
                           "create")],
                 "cloud": [("", "pods", "create"), ("", "namespaces", "create"),
                           ("", "pods/log", "get"), ("", "pods/exec", "get"),
+                          ("", "services", "create"),
                           ("strait.io", "foreignclusters", "create")]}
         for attrs in must[name]:
             if attrs not in seen:
