@@ -201,7 +201,14 @@ int runAgent(const AgentFlags& flags) {
   streamOpts.keepaliveInterval = *keepalive;
   streamOpts.workers = f.streamWorkers;
   cfg.streamHandlerFactory = [streamOpts](peering::ProviderService& service, kube::Client& c) {
-    return reflection::makeProviderStreamHandler(c, service, streamOpts);
+    reflection::StreamServerOptions opts = streamOpts;
+    // Endpoints of the consumer's Pods reflected here carry the consumer's real addresses;
+    // this cluster reaches them at the tunnel's negotiated remap of the consumer's pod CIDR.
+    // `service` outlives the handler it keeps.
+    opts.translateAddress = [&service](const std::string& consumerId, const std::string& ip) {
+      return service.consumerPodIpView(consumerId, ip);
+    };
+    return reflection::makeProviderStreamHandler(c, service, opts);
   };
   cfg.network = networkConfig(f);
   cfg.consumer.heartbeatInterval = *hb;

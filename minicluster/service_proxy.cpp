@@ -258,9 +258,11 @@ std::string buildServiceRules(const std::vector<json>& services, const std::vect
          "  chain postrouting {\n    type nat hook postrouting priority 100; policy accept;\n"
          "    ct status dnat oifname \"" + podBridge + "\" masquerade\n"
          "    ct status dnat ip saddr != " + podCidr + " masquerade\n"
-         // Endpoints off the pod network (the API server on the host's underlay address)
-         // answer the node, which has a route back.
-         "    ct status dnat ip daddr != " + podCidr + " masquerade\n  }\n"
+         // Endpoints on the underlay (the API server on the host's address, node ports of
+         // other clusters) answer the node, which has a route back. Endpoints in another
+         // cluster's pod CIDR seen through a tunnel keep the Pod's source: the tunnel carries
+         // pod addresses only.
+         "    ct status dnat ip daddr " + std::string(kUnderlayCidr) + " masquerade\n  }\n"
          "  chain services {\n    ip daddr . meta l4proto . th dport vmap @service-ips\n" +
          nodePorts + "  }\n" + chains + "}\n";
 }

@@ -126,6 +126,10 @@ TEST(ServiceRulesTest, ClusterIpPortsDnatToReadyEndpointsAtRandom) {
   EXPECT_THAT(rules, Not(HasSubstr("-ep-"))) << "endpoint chains only for ClientIP affinity";
   EXPECT_THAT(rules, HasSubstr("ct status dnat oifname \"cbr0\" masquerade"));
   EXPECT_THAT(rules, HasSubstr("ct status dnat ip saddr != 10.244.0.0/16 masquerade"));
+  // Endpoints on the underlay answer the node; endpoints behind a tunnel (another cluster's
+  // pod CIDR) see the Pod's own address, the only kind of source a tunnel carries.
+  EXPECT_THAT(rules, HasSubstr("ct status dnat ip daddr 100.64.0.0/10 masquerade"));
+  EXPECT_THAT(rules, Not(HasSubstr("ip daddr != 10.244.0.0/16 masquerade")));
   EXPECT_THAT(rules, Not(HasSubstr("fib daddr type local"))) << "a ClusterIP Service";
   // A whole-table replacement in one transaction.
   EXPECT_EQ(rules.rfind("table ip strait-services\ndelete table ip strait-services\n", 0), 0u);
