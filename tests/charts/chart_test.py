@@ -261,6 +261,15 @@ def check_webhook(docs, c, host, port, service):
                  "no caBundle in the chart (the agent injects its CA)")
         c.equal([w["failurePolicy"] for w in mwc["webhooks"]], ["Ignore", "Ignore"],
                 "failurePolicy")
+    vwc = one(docs, "ValidatingWebhookConfiguration", "strait-offloading-overrides")
+    if c.expect(vwc is not None, "ValidatingWebhookConfiguration strait-offloading-overrides"):
+        w = vwc["webhooks"][0]
+        want_cc = ({"service": {"namespace": "strait-system", "name": "strait-webhook",
+                                "path": "/validate-offloadingoverrides", "port": port}}
+                   if service else {"url": f"https://{host}:{port}/validate-offloadingoverrides"})
+        c.equal(w["clientConfig"], want_cc, "override webhook clientConfig (no caBundle)")
+        c.equal(w["failurePolicy"], "Fail", "override webhook refuses when the agent is down")
+        c.equal(w["rules"][0]["resources"], ["offloadingoverrides"], "override webhook rules")
     args = container(one(docs, "Deployment", "strait-agent"), "agent")["args"]
     c.expect(f"--webhook-host={host}" in args and f"--webhook-listen=0.0.0.0:{port}" in args,
              f"agent serves the webhook at {host}:{port}: {args}")
@@ -277,7 +286,8 @@ def check_default(helm, c):
     c.equal(kinds, sorted(["ServiceAccount", "ClusterRole", "ClusterRole",
                            "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
                            "ClusterRoleBinding", "Role", "Role", "RoleBinding", "RoleBinding",
-                           "Service", "Service", "Deployment", "MutatingWebhookConfiguration"]),
+                           "Service", "Service", "Deployment", "MutatingWebhookConfiguration",
+                           "ValidatingWebhookConfiguration"]),
             "kinds rendered")
     check_common(docs, c)
     for suffix, want in CLUSTER_RULES.items():
@@ -365,7 +375,7 @@ def check_all_features(helm, c):
                                                                  "Role", "RoleBinding")),
             sorted(["ServiceAccount", "ServiceAccount", "Service", "Service", "Service",
                     "Deployment", "Deployment", "DaemonSet", "MutatingWebhookConfiguration",
-                    "ServiceMonitor", "PodMonitor"]),
+                    "ValidatingWebhookConfiguration", "ServiceMonitor", "PodMonitor"]),
             "kinds rendered (besides RBAC)")
     agent = one(docs, "Deployment", "strait-agent")
     spec = agent["spec"]["template"]["spec"]

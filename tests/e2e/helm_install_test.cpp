@@ -138,7 +138,8 @@ struct Cluster {
       }
       const std::string kind = o.value("kind", "");
       bool keptByKubernetes =
-          (kind == "CustomResourceDefinition" && md.value("name", "") == "foreignclusters.strait.io") ||
+          (kind == "CustomResourceDefinition" && (md.value("name", "") == "foreignclusters.strait.io" ||
+                                                  md.value("name", "") == "offloadingoverrides.strait.io")) ||
           (kind == "CertificateSigningRequest" && o.value("status", json::object()).contains("certificate")) ||
           (kind == "Secret" && labels.value("strait.io/component", "") == "token" &&
            md.value("annotations", json::object()).contains("strait.io/used-at"));
