@@ -131,6 +131,9 @@ kube::Status ConsumerReflection::start() {
   po.forge.virtualNodeLabelKeys = opts_.nodeLabelKeys;
   po.status.virtualNodeAddress = opts_.nodeAddress;
   po.status.mapPodIp = opts_.mapPodIp;
+  po.status.providerUnreachable = opts_.providerUnreachable;
+  po.status.unreachableMessage =
+      "the provider behind virtual node " + opts_.nodeName + " is unreachable";
   po.doesNotFit = opts_.doesNotFit;
   po.overrides = opts_.podOverrides;
   kube::Informer* informer = pods_.get();
@@ -462,8 +465,15 @@ void ConsumerReflection::housekeeping(std::stop_token stop) {
         l.unlock();
         podsMarkedUnreachable_ = markPodsUnreachable();
         l.lock();
-      } else if (!unreachable) {
-        podsMarkedUnreachable_ = false;  // the resync after the heal restores them
+      } else if (!unreachable && podsMarkedUnreachable_) {
+        // Each Pod handled again writes the provider's status back: after a stream outage
+        // the resync does it too, after a tunnel outage (the stream stayed up) only this.
+        podsMarkedUnreachable_ = false;
+        l.unlock();
+        for (const kube::ObjectPtr& p : pods_->cache().list()) {
+          (void)reflector_->enqueue("Pod", kube::objectKey(*p));
+        }
+        l.lock();
       }
     }
     if (resyncPending_) {

@@ -43,6 +43,40 @@ json containerStatuses(const json& remote, const char* key, int recreations) {
 
 }  // namespace
 
+namespace {
+
+// Ready and ContainersReady of `out` False with reason ProviderUnreachable (the condition of
+// `localStatus` kept when it already says so), its containers not ready.
+void markUnreachable(json& out, const json& localStatus, const PodStatusContext& ctx) {
+  if (!hasArray(out, "conditions")) return;
+  for (json& c : out["conditions"]) {
+    const std::string type = stringOf(c, "type");
+    if (type != "Ready" && type != "ContainersReady") continue;
+    bool kept = false;
+    if (hasArray(localStatus, "conditions")) {
+      for (const json& l : localStatus["conditions"]) {
+        if (stringOf(l, "type") == type && stringOf(l, "status") == "False" &&
+            stringOf(l, "reason") == "ProviderUnreachable") {
+          c = l;
+          kept = true;
+        }
+      }
+    }
+    if (kept) continue;
+    c["status"] = "False";
+    c["reason"] = "ProviderUnreachable";
+    c["message"] = ctx.unreachableMessage;
+    c["lastTransitionTime"] = kube::rfc3339Now();
+  }
+  if (hasArray(out, "containerStatuses")) {
+    for (json& cs : out["containerStatuses"]) {
+      if (cs.is_object()) cs["ready"] = false;
+    }
+  }
+}
+
+}  // namespace
+
 json mapRemoteStatus(const json& local, const json& remote, const PodStatusContext& ctx) {
   json localStatus = hasObject(local, "status") ? local["status"] : json::object();
   if (isTerminalPhase(stringOf(localStatus, "phase"))) return localStatus;
@@ -93,6 +127,7 @@ json mapRemoteStatus(const json& local, const json& remote, const PodStatusConte
     if (ips.empty()) ips.push_back({{"ip", out["podIP"]}});
     out["podIPs"] = std::move(ips);
   }
+  if (ctx.providerUnreachable && ctx.providerUnreachable()) markUnreachable(out, localStatus, ctx);
   return out;
 }
 

@@ -25,6 +25,11 @@ struct PodStatusContext {
   // Remote pod IP -> the IP the consumer uses for it. Empty function = identity.
   std::function<std::string(const std::string&)> mapPodIp;
   int recreations = 0;
+  // True while the provider is unreachable (the stream or the tunnel down): Ready and
+  // ContainersReady are then False with reason ProviderUnreachable and `unreachableMessage`,
+  // the containers not ready, whatever the remote status says. Empty function = reachable.
+  std::function<bool()> providerUnreachable;
+  std::string unreachableMessage;
 };
 
 // True for phases Succeeded and Failed.
@@ -33,7 +38,9 @@ bool isTerminalPhase(const std::string& phase);
 std::string podPhase(const nlohmann::json& pod);
 
 // The new local status (the whole `status` object) for `local` given `remote`. When `local`
-// is terminal, its status is returned unchanged.
+// is terminal, its status is returned unchanged. While ctx.providerUnreachable(), the Ready
+// conditions say so (kept as they are when `local` already says it, so that writing the
+// result back is idempotent).
 nlohmann::json mapRemoteStatus(const nlohmann::json& local, const nlohmann::json& remote,
                                const PodStatusContext& ctx);
 

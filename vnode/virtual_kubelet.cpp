@@ -86,9 +86,19 @@ kube::Status VirtualKubelet::start() {
   ro.namespacesSynced = [offloads] { return offloads->hasSynced(); };
   ro.offloaded = [offloads](const std::string& ns) { return offloads->offloaded(ns); };
   ro.virtualNodeSelector = std::string(kLabelType) + "=" + std::string(kTypeVirtualKubelet);
-  ro.providerUnreachable = [health = health_.get()] {
+  // Unreachable: the reflection stream down past the grace, or the tunnel, once it was up,
+  // down (its own detection is the grace: the handshake or probe went unanswered). Traffic
+  // to the offloaded Pods then has no way through, so the Services here stop using them.
+  ro.providerUnreachable = [health = health_.get(), peering,
+                            tunnelWasUp = std::make_shared<std::atomic<bool>>(false)] {
     const Readiness r = health->readiness();
-    return !r.ready && r.reason == "ReflectionStreamDown";
+    if (!r.ready && r.reason == "ReflectionStreamDown") return true;
+    const peering::TunnelCondition t = peering->tunnel();
+    if (t.up) {
+      tunnelWasUp->store(true);
+      return false;
+    }
+    return tunnelWasUp->load() && t.reason != "TunnelNotConfigured";
   };
   ro.onServiceCounts = [this, fc = peering->providerName()](
                            const reflection::ServiceReflectionCounts& c) {

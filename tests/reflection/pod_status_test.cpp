@@ -94,5 +94,34 @@ TEST(PodStatus, LostRemoteFailsTheLocalPod) {
   EXPECT_EQ(s["conditions"][3]["status"], "False");
 }
 
+// While the provider is unreachable (e.g. its tunnel down with the stream still up) the
+// remote's Ready says nothing about reaching the Pod: the mapped status keeps Ready and
+// ContainersReady False, and writing it back again changes nothing.
+TEST(PodStatus, UnreachableProviderKeepsReadyFalseIdempotently) {
+  bool unreachable = true;
+  PodStatusContext ctx;
+  ctx.providerUnreachable = [&] { return unreachable; };
+  ctx.unreachableMessage = "gone";
+  json first = mapRemoteStatus(local(), remoteRunning(), ctx);
+  for (const json& c : first["conditions"]) {
+    if (c["type"] == "Ready" || c["type"] == "ContainersReady") {
+      EXPECT_EQ(c["status"], "False") << c.dump();
+      EXPECT_EQ(c["reason"], "ProviderUnreachable") << c.dump();
+      EXPECT_EQ(c["message"], "gone") << c.dump();
+      EXPECT_TRUE(c.contains("lastTransitionTime")) << c.dump();
+    }
+  }
+  EXPECT_EQ(first["containerStatuses"][0]["ready"], false);
+  json written = local();
+  written["status"] = first;
+  EXPECT_EQ(mapRemoteStatus(written, remoteRunning(), ctx), first) << "idempotent";
+  unreachable = false;
+  json healed = mapRemoteStatus(written, remoteRunning(), ctx);
+  for (const json& c : healed["conditions"]) {
+    if (c["type"] == "Ready") EXPECT_EQ(c["status"], "True") << c.dump();
+  }
+  EXPECT_EQ(healed["containerStatuses"][0]["ready"], true);
+}
+
 }  // namespace
 }  // namespace strait::reflection
