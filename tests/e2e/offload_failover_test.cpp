@@ -16,8 +16,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "e2e/cluster_fixture.h"
-#include "e2e/peering_fixture.h"
+#include "e2e/two_providers_fixture.h"
 
 namespace strait::e2e {
 namespace {
@@ -53,43 +52,16 @@ std::string deployment() {
 }
 
 TEST(OffloadFailoverTest, KilledProvidersReplicasMoveToTheOtherProvider) {
-  Minicluster home, cloudA, cloudB;
-  ASSERT_EQ(home.start("home", 60s, {"--nodes", "1", "--node-cpu", "1"}), "");
-  ASSERT_EQ(cloudA.start("cloud-a", 60s, {"--nodes", "1", "--node-cpu", "4"}), "");
-  ASSERT_EQ(cloudB.start("cloud-b", 60s, {"--nodes", "1", "--node-cpu", "4"}), "");
-  const std::vector<std::string> timing = {"--heartbeat-interval", "300ms", "--lost-after", "3s",
-                                           "--kubelet-port",       "0"};
-  std::vector<std::string> cloudArgs = timing;
-  cloudArgs.insert(cloudArgs.end(), {"--share", "1"});
-  std::vector<std::string> homeArgs = timing;
-  homeArgs.insert(homeArgs.end(), {"--vnode-stream-grace", "3s"});
-  AgentProcess homeAgent, agentA, agentB;
-  ASSERT_EQ(agentA.start(cloudA.kubeconfig(), "cloud-a", cloudArgs), "");
-  ASSERT_EQ(agentB.start(cloudB.kubeconfig(), "cloud-b", cloudArgs), "");
-  ASSERT_EQ(homeAgent.start(home.kubeconfig(), "home", homeArgs), "");
-  auto diagnostics = [&] {
-    std::string l = homeAgent.logs();
-    return "\n--- home agent ---\n" + (l.size() > 6000 ? l.substr(l.size() - 6000) : l);
-  };
-  TempDir dir("strait-failover");
-  int n = 0;
+  TwoProviders t("strait-failover");
+  ASSERT_EQ(t.start({"--vnode-stream-grace", "3s"}), "");
+  Minicluster &home = t.home, &cloudB = t.cloudB;
+  AgentProcess& agentA = t.agentA;
+  auto diagnostics = [&] { return t.diagnostics(); };
   auto kubectlOn = [&](const Minicluster& c, const std::vector<std::string>& args,
-                       const std::string& in = "") {
-    std::vector<std::string> argv = {"kubectl", "--kubeconfig", c.kubeconfig()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return runCommand(
-        argv, {{"KUBECACHEDIR", dir.path() + "/k" + std::to_string(++n)}, {"HOME", dir.path()}},
-        60s, in);
-  };
+                       const std::string& in = "") { return t.kubectlOn(c, args, in); };
   auto kubectl = [&](const std::vector<std::string>& args, const std::string& in = "") {
-    return kubectlOn(home, args, in);
+    return t.kubectl(args, in);
   };
-  for (Minicluster* cloud : {&cloudA, &cloudB}) {
-    CommandResult p = runCommand({straitBinary(), "peer", "--kubeconfig", home.kubeconfig(),
-                                  "--remote-kubeconfig", cloud->kubeconfig(), "--cpu", "4"},
-                                 {}, 120s);
-    ASSERT_EQ(p.exitCode, 0) << p.describe();
-  }
   auto ready = [&](const std::string& node) {
     return kubectl({"get", "node", node, "-o",
                     "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"})

@@ -15,8 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "e2e/cluster_fixture.h"
-#include "e2e/peering_fixture.h"
+#include "e2e/two_providers_fixture.h"
 
 namespace strait::e2e {
 namespace {
@@ -36,41 +35,15 @@ std::string podJson(const std::string& name, const std::string& node, const std:
 }
 
 TEST(OffloadOverridesTest, OverrideForOneProviderShowsOnlyThereAndBadOnesAreRefused) {
-  Minicluster home, cloudA, cloudB;
-  ASSERT_EQ(home.start("home", 60s, {"--nodes", "1", "--node-cpu", "1"}), "");
-  ASSERT_EQ(cloudA.start("cloud-a", 60s, {"--nodes", "1", "--node-cpu", "4"}), "");
-  ASSERT_EQ(cloudB.start("cloud-b", 60s, {"--nodes", "1", "--node-cpu", "4"}), "");
-  const std::vector<std::string> timing = {"--heartbeat-interval", "300ms", "--lost-after", "3s",
-                                           "--kubelet-port",       "0"};
-  std::vector<std::string> cloudArgs = timing;
-  cloudArgs.insert(cloudArgs.end(), {"--share", "1"});
-  AgentProcess homeAgent, agentA, agentB;
-  ASSERT_EQ(agentA.start(cloudA.kubeconfig(), "cloud-a", cloudArgs), "");
-  ASSERT_EQ(agentB.start(cloudB.kubeconfig(), "cloud-b", cloudArgs), "");
-  ASSERT_EQ(homeAgent.start(home.kubeconfig(), "home", timing), "");
-  auto diagnostics = [&] {
-    std::string l = homeAgent.logs();
-    return "\n--- home agent ---\n" + (l.size() > 6000 ? l.substr(l.size() - 6000) : l);
-  };
-  TempDir dir("strait-overrides");
-  int n = 0;
+  TwoProviders t("strait-overrides");
+  ASSERT_EQ(t.start(), "");
+  Minicluster &home = t.home, &cloudA = t.cloudA, &cloudB = t.cloudB;
+  auto diagnostics = [&] { return t.diagnostics(); };
   auto kubectlOn = [&](const Minicluster& c, const std::vector<std::string>& args,
-                       const std::string& in = "") {
-    std::vector<std::string> argv = {"kubectl", "--kubeconfig", c.kubeconfig()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return runCommand(
-        argv, {{"KUBECACHEDIR", dir.path() + "/k" + std::to_string(++n)}, {"HOME", dir.path()}},
-        60s, in);
-  };
+                       const std::string& in = "") { return t.kubectlOn(c, args, in); };
   auto kubectl = [&](const std::vector<std::string>& args, const std::string& in = "") {
-    return kubectlOn(home, args, in);
+    return t.kubectl(args, in);
   };
-  for (Minicluster* cloud : {&cloudA, &cloudB}) {
-    CommandResult p = runCommand({straitBinary(), "peer", "--kubeconfig", home.kubeconfig(),
-                                  "--remote-kubeconfig", cloud->kubeconfig(), "--cpu", "4"},
-                                 {}, 120s);
-    ASSERT_EQ(p.exitCode, 0) << p.describe();
-  }
   for (const std::string node : {"strait-cloud-a", "strait-cloud-b"}) {
     CommandResult ready;
     ASSERT_TRUE(waitFor(
