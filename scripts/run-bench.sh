@@ -100,5 +100,15 @@ else
   echo "run-bench: $SCALE_BENCH not built (run: make bench)" >&2
   status=1
 fi
+# Service reflection: 1,000 Services with 10 endpoints each, 200 endpoint changes.
+SERVICE_BENCH="$BUILD/bench/service_bench"
+if [ -x "$SERVICE_BENCH" ]; then
+  vflags=()
+  if [ "${BENCH_JSON:-0}" = 1 ]; then vflags+=(-o json); fi
+  "$SERVICE_BENCH" --strait "$STRAIT" "${vflags[@]}" || status=1
+else
+  echo "run-bench: $SERVICE_BENCH not built (run: make bench)" >&2
+  status=1
+fi
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 exit $status
