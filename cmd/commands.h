@@ -10,6 +10,7 @@ void addPeeringCommands(CLI::App& app);  // token, peer, unpeer, status
 void addGatewayCommand(CLI::App& app);
 void addFabricCommand(CLI::App& app);  // strait fabric: the per-node routes of the network fabric
 void addOffloadCommands(CLI::App& app);  // offload, unoffload
+void addExposeCommand(CLI::App& app);  // expose service
 void addDemoCommand(CLI::App& app);  // strait demo
 void addAgnhostCommand(CLI::App& app);  // agnhost netexec, agnhost serve-hostname
 

@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   addGatewayCommand(app);
   addFabricCommand(app);
   addOffloadCommands(app);
+  addExposeCommand(app);
   addDemoCommand(app);
   addAgnhostCommand(app);
   app.add_subcommand("version", "print the version")->callback([] {

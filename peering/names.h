@@ -37,6 +37,12 @@ inline constexpr std::string_view kReflectionDisabled = "disabled";
 // provider's EndpointSlice controller leaves slices managed by another value alone).
 inline constexpr std::string_view kEndpointSliceManagedByValue = "endpointslice.strait.io";
 
+// On a provider Service: the consumers (comma-separated cluster IDs) it is exported to
+// (`strait expose service`). On the copy a consumer makes of it, kLabelImportedFrom names the
+// provider; its kLabelOriginUid is the provider Service's (or EndpointSlice's) uid.
+inline constexpr std::string_view kAnnotationExportTo = "strait.io/export-to";
+inline constexpr std::string_view kLabelImportedFrom = "strait.io/imported-from";
+
 // The taint put on virtual nodes and the toleration offloaded Pods carry.
 inline constexpr std::string_view kVirtualNodeTaintKey = "virtual-node.strait.io/not-allowed";
 // On the CSR of a virtual node's kubelet serving certificate: which virtual node asks.
