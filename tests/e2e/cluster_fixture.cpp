@@ -50,6 +50,17 @@ std::string readFile(const std::string& path) {
   return ss.str();
 }
 
+std::string loadAverage() {
+  std::string s = readFile("/proc/loadavg");
+  size_t end = 0;
+  for (int i = 0; i < 3 && end != std::string::npos; ++i) end = s.find(' ', end + 1);
+  return s.substr(0, end);
+}
+
+double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 bool writeFile(const std::string& path, const std::string& content) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << content;

@@ -101,6 +101,10 @@ std::vector<int> tickNumbers(const std::string& text);
 
 // Reads a whole file; empty if it does not exist.
 std::string readFile(const std::string& path);
+// The 1, 5 and 15 minute load averages ("0.52 0.61 0.70"), to print beside a measured time.
+std::string loadAverage();
+// Seconds of the steady clock since `t`.
+double secondsSince(std::chrono::steady_clock::time_point t);
 // Writes a file (truncating); false on error.
 bool writeFile(const std::string& path, const std::string& content);
 

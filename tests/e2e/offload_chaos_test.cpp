@@ -40,11 +40,6 @@ std::unique_ptr<kube::Client> clientFor(const std::string& kubeconfig) {
   return c.ok() ? std::move(*c) : nullptr;
 }
 
-std::string loadAverage() {
-  std::string s = readFile("/proc/loadavg");
-  return s.substr(0, s.find(' '));
-}
-
 // One Pod as the invariants see it.
 struct PodView {
   std::string name, uid, originUid, phase, podIp, node;

@@ -67,13 +67,6 @@ size_t countOf(const std::string& log, const std::string& needle) {
   return n;
 }
 
-std::string loadAverage() {
-  std::string s = readFile("/proc/loadavg");
-  size_t end = 0;
-  for (int i = 0; i < 3 && end != std::string::npos; ++i) end = s.find(' ', end + 1);
-  return s.substr(0, end);
-}
-
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // Counts the writes to one Node (MODIFIED events of a watch) from construction on.

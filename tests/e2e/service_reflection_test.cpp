@@ -33,17 +33,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kNs = "svc";
 
-std::string loadAverage() {
-  std::string s = readFile("/proc/loadavg");
-  size_t end = 0;
-  for (int i = 0; i < 3 && end != std::string::npos; ++i) end = s.find(' ', end + 1);
-  return s.substr(0, end);
-}
-
-double secondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 int64_t lastPort(const std::string& log) {
   size_t at = log.rfind("event=agent_started ");
   if (at == std::string::npos) return -1;

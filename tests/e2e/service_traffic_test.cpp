@@ -28,17 +28,6 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-std::string loadAverage() {
-  std::string s = readFile("/proc/loadavg");
-  size_t end = 0;
-  for (int i = 0; i < 3 && end != std::string::npos; ++i) end = s.find(' ', end + 1);
-  return s.substr(0, end);
-}
-
-double secondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 class ServiceTrafficTest : public FabricFixture {
  protected:
   // Deployment `name` in demo running agnhost netexec on 8080 with labels `labels`, at home
