@@ -1,6 +1,6 @@
-// `strait expose service NS/NAME --kubeconfig PROVIDER --to CONSUMER [--remove]`: marks a
-// provider Service as exported to a peered consumer (the strait.io/export-to annotation,
-// which the provider agent's reflection stream acts on), or takes the mark off.
+// `strait expose service NS/NAME --kubeconfig PROVIDER --to CONSUMER [--remove]`: records in
+// a provider Service's strait.io/export-to annotation that a peered consumer may import it,
+// or takes that consumer off the list.
 #include <algorithm>
 #include <iostream>
 
@@ -130,7 +130,7 @@ int runExpose(const ExposeFlags& f) {
   }
   if (f.remove) {
     std::cout << "service " << ns << "/" << name << " no longer exported to " << consumer->name
-              << " (its copy there is deleted)\n";
+              << "\n";
   } else {
     std::cout << "service " << ns << "/" << name << " exported to " << consumer->name
               << " (cluster ID " << consumer->clusterId << ")\n";
@@ -146,14 +146,14 @@ void addExposeCommand(CLI::App& app) {
       app.add_subcommand("expose", "export a provider Service to a peered consumer");
   expose->require_subcommand(1);
   CLI::App* svc = expose->add_subcommand(
-      "service", "let a consumer reach this Service: it appears there, without selector, with "
-                 "EndpointSlices through the tunnel");
+      "service", "record that a consumer may import this Service (annotation strait.io/export-to "
+                 "on the Service)");
   svc->add_option("SERVICE", f->service, "the Service, as NAMESPACE/NAME")->required();
   svc->add_option("--kubeconfig", f->kubeconfig, "kubeconfig of the provider")->required();
   svc->add_option("--to", f->to, "the consumer (its ForeignCluster name or cluster ID)")
       ->required();
   svc->add_flag("--remove", f->remove,
-                "stop exporting it to that consumer (the consumer's copy is deleted)");
+                "take that consumer off the Service's export list");
   svc->callback([f] { setExitCode(runExpose(*f)); });
 }
 
