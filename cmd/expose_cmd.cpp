@@ -143,7 +143,7 @@ int runExpose(const ExposeFlags& f) {
 void addExposeCommand(CLI::App& app) {
   auto f = std::make_shared<ExposeFlags>();
   CLI::App* expose =
-      app.add_subcommand("expose", "export a provider Service to a peered consumer");
+      app.add_subcommand("expose", "mark a provider Service as exported to a peered consumer");
   expose->require_subcommand(1);
   CLI::App* svc = expose->add_subcommand(
       "service", "record that a consumer may import this Service (annotation strait.io/export-to "
