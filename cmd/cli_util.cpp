@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <iostream>
 #include <sstream>
 
 #include "kube/quantity.h"
@@ -42,6 +43,11 @@ std::optional<std::chrono::milliseconds> parseDuration(const std::string& text) 
     any = true;
   }
   return std::chrono::milliseconds(total);
+}
+
+int failWith(const std::string& message) {
+  std::cerr << "error: " << message << "\n";
+  return kExitFailure;
 }
 
 std::string formatDuration(std::chrono::milliseconds d) {

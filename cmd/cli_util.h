@@ -22,6 +22,9 @@ inline constexpr int kExitFailure = 1;        // the command ran and failed
 inline constexpr int kExitUsage = 2;          // bad usage: unknown command or flag, bad value
 inline constexpr int kExitInterrupted = 130;  // stopped by Ctrl-C / SIGTERM (strait demo)
 
+// Prints "error: <message>" to stderr and returns kExitFailure.
+int failWith(const std::string& message);
+
 // "500ms", "30s", "5m", "1h", "2h30m"; a bare number is seconds. nullopt if malformed.
 std::optional<std::chrono::milliseconds> parseDuration(const std::string& text);
 

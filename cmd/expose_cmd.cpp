@@ -24,11 +24,6 @@ struct ExposeFlags {
   bool remove = false;
 };
 
-int failWith(const std::string& message) {
-  std::cerr << "error: " << message << "\n";
-  return kExitFailure;
-}
-
 struct Consumer {
   std::string name;
   std::string clusterId;

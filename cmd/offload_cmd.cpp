@@ -10,11 +10,6 @@
 namespace strait::cmd {
 namespace {
 
-int failWith(const std::string& message) {
-  std::cerr << "error: " << message << "\n";
-  return kExitFailure;
-}
-
 // Why namespace `ns` must not be offloaded without --force, or "" if it may be.
 std::string systemNamespaceReason(const std::string& ns) {
   if (ns == "kube-system" || ns == "kube-public" || ns == "kube-node-lease") {

@@ -31,7 +31,7 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kNs = "svc";
+constexpr const char* kServiceNs = "svc";
 
 int64_t lastPort(const std::string& log) {
   size_t at = log.rfind("event=agent_started ");
@@ -71,7 +71,7 @@ class ServiceReflectionTest : public OffloadSuite {
     if (std::string e = peer({"--cpu", "8", "--memory", "16Gi", "--pods", "50"}); !e.empty()) {
       return e;
     }
-    return offloadNamespace(kNs);
+    return offloadNamespace(kServiceNs);
   }
   static void TearDownTestSuite() {
     stopAll();
@@ -84,12 +84,12 @@ class ServiceReflectionTest : public OffloadSuite {
     OffloadSuite::SetUp();
     if (HasFatalFailure()) return;
     proxy_->resume();
-    remoteNs_ = remoteNamespace(kNs);
+    remoteNs_ = remoteNamespace(kServiceNs);
   }
 
   CommandResult home(const std::vector<std::string>& args, const std::string& in = "") {
     std::vector<std::string> a = args;
-    a.insert(a.end(), {"-n", kNs});
+    a.insert(a.end(), {"-n", kServiceNs});
     return kubectl(*home_, a, in);
   }
   json cloudGet(const std::vector<std::string>& args) {
@@ -99,7 +99,7 @@ class ServiceReflectionTest : public OffloadSuite {
   }
   json homeGet(const std::vector<std::string>& args) {
     std::vector<std::string> a = args;
-    a.insert(a.end(), {"-n", kNs});
+    a.insert(a.end(), {"-n", kServiceNs});
     return getJson(*home_, a);
   }
 
@@ -340,7 +340,7 @@ TEST_F(ServiceReflectionTest, ServicesAndEndpointSlicesFollowBothWays) {
   }, 30s));
 
   // Unoffload leaves no Service or EndpointSlice of ours in the cloud.
-  CommandResult un = strait({"unoffload", "namespace", kNs, "--kubeconfig", home_->kubeconfig(),
+  CommandResult un = strait({"unoffload", "namespace", kServiceNs, "--kubeconfig", home_->kubeconfig(),
                              "--force"});
   ASSERT_EQ(un.exitCode, 0) << un.describe();
   EXPECT_TRUE(waitFor([&] {
@@ -436,7 +436,7 @@ TEST_F(ServiceReflectionTest, APartitionMarksEndpointsNotReadyOnBothSidesAndTheH
                             "--grace-period=0", "--force"});
   (void)home({"delete", "deployment", "web"});
   (void)del;
-  CommandResult un = strait({"unoffload", "namespace", kNs, "--kubeconfig", home_->kubeconfig(),
+  CommandResult un = strait({"unoffload", "namespace", kServiceNs, "--kubeconfig", home_->kubeconfig(),
                              "--force"});
   ASSERT_EQ(un.exitCode, 0) << un.describe();
   CommandResult unpeer = strait({"unpeer", "--kubeconfig", home_->kubeconfig(),
