@@ -214,8 +214,10 @@ int main(int argc, char** argv) {
   }
   std::string probe = translate("10.244.0.1", kPodCidr, seenHere);
   if (!e2e::waitFor([&] {
+        // From the home gateway node's own pod-bridge address: only pod addresses cross
+        // the tunnel (the node's underlay address is not in the peer's allowed IPs).
         return e2e::runCommand({"ip", "netns", "exec", home.netns, "ping", "-c", "1", "-W", "1",
-                                probe})
+                                "-I", "10.244.0.1", probe})
                    .exitCode == 0;
       }, 60s, 10ms)) {
     return fail("no answer from " + probe + " through the tunnel");
