@@ -238,7 +238,8 @@ std::string Demo::startAgents() {
   for (const char* name : {"home", "cloud"}) {
     ChildProcess& c = spawn(std::string("agent-") + name,
                             {"agent", "--kubeconfig", kubeconfig(name), "--cluster-name", name,
-                             "--listen", "127.0.0.1:0", "--log-level", "info"});
+                             "--listen", "127.0.0.1:0", "--kubelet-port", "0", "--log-level",
+                             "info"});
     if (std::string err = startChild(c); !err.empty()) return err;
   }
   auto started = [&](const ChildProcess& c) {
