@@ -171,7 +171,8 @@ ResourceMap budgetFor(const ResourceMap& free, const PolicyConfig& config) {
 }
 
 ResourceMap grantFor(const ResourceMap& requested, const ResourceMap& budget,
-                     const ResourceMap& othersGranted, const PolicyConfig& config) {
+                     const ResourceMap& othersGranted, const PolicyConfig& config,
+                     const GrantLimits& limits) {
   ResourceMap out;
   for (const auto& [name, want] : requested) {
     auto b = budget.find(name);
@@ -187,7 +188,16 @@ ResourceMap grantFor(const ResourceMap& requested, const ResourceMap& budget,
     if (left.sign() < 0) left = kube::Quantity();
     kube::Quantity g = minQ(want, left);
     if (auto c = config.perConsumerCap.find(name); c != config.perConsumerCap.end()) {
-      g = minQ(g, c->second);
+      kube::Quantity cap = c->second;
+      if (auto held = limits.consumerGranted.find(name); held != limits.consumerGranted.end()) {
+        kube::Result<kube::Quantity> r = cap.sub(held->second);
+        cap = r.ok() && r->sign() > 0 ? *r : kube::Quantity();
+      }
+      g = minQ(g, cap);
+    }
+    if (limits.nodeShare) {
+      auto s = limits.nodeShare->find(name);
+      g = minQ(g, s == limits.nodeShare->end() ? kube::Quantity() : s->second);
     }
     if (g.sign() < 0) g = kube::Quantity();
     out[name] = g;

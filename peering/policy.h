@@ -14,6 +14,7 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "kube/quantity.h"
@@ -44,9 +45,22 @@ ResourceMap podRequests(const nlohmann::json& pods);
 
 // The budget for `free` under `config`.
 ResourceMap budgetFor(const ResourceMap& free, const PolicyConfig& config);
-// The grant for one consumer: `othersGranted` is the sum of the other consumers' grants.
+// Further bounds on one grant, for a consumer's pools (pools.h).
+struct GrantLimits {
+  // When set: at most this much of each resource (0 of a resource absent here), the share
+  // of the provider nodes a pool's selector matches.
+  std::optional<ResourceMap> nodeShare;
+  // What the same consumer already holds (its earlier pools): counted against its cap.
+  ResourceMap consumerGranted;
+};
+
+// The grant for one consumer or one of its pools: `othersGranted` is the sum of every other
+// grant taken from the same budget (other consumers, and the consumer's earlier pools).
+// min(requested, budget - othersGranted, cap - limits.consumerGranted, limits.nodeShare),
+// never negative.
 ResourceMap grantFor(const ResourceMap& requested, const ResourceMap& budget,
-                     const ResourceMap& othersGranted, const PolicyConfig& config);
+                     const ResourceMap& othersGranted, const PolicyConfig& config,
+                     const GrantLimits& limits = {});
 
 // a + b per resource (union of keys).
 ResourceMap addResources(const ResourceMap& a, const ResourceMap& b);
