@@ -110,6 +110,16 @@ kube::Status ConsumerReflection::start() {
   };
   so.onRemoteChange = [this](const std::string& key) { (void)reflector_->enqueue("Pod", key); };
   so.onEvent = [this](const json& ev, const std::string& uid) { onProviderEvent(ev, uid); };
+  if (!opts_.providerId.empty()) {
+    ServiceImporterOptions io;
+    io.providerId = opts_.providerId;
+    io.mapPodIp = opts_.mapPodIp;
+    io.providerUnreachable = opts_.providerUnreachable;
+    io.onCounts = opts_.onImportCounts;
+    importer_ = std::make_unique<ServiceImporter>(local_, std::move(io));
+    if (kube::Status s = importer_->start(); !s.ok()) return s;
+    so.onExport = [this](const StreamMessage& m) { importer_->handle(m); };
+  }
   stream_ = std::make_unique<StreamClient>(std::move(so));
 
   // Compact (CBOR) cache: 10,000 Pods on the node cost tens of MB instead of ~150 MB parsed;
@@ -177,6 +187,7 @@ kube::Status ConsumerReflection::start() {
 
 void ConsumerReflection::stop() {
   if (stream_) stream_->stop();  // first: no more callbacks into the parts below
+  if (importer_) importer_->stop();
   if (auto m = reflectionMetrics(); m && pods_) m->podsRemoved(opts_.nodeName);
   if (thread_.joinable()) {
     thread_.request_stop();
@@ -273,6 +284,10 @@ void ConsumerReflection::resyncNamespaceServices(const std::string& ns) {
   for (const kube::ObjectPtr& s : services_->cache().list()) {
     if (kube::getNamespace(*s) == ns) (void)reflector_->enqueue("Service", kube::objectKey(*s));
   }
+}
+
+ServiceImportCounts ConsumerReflection::importCounts() const {
+  return importer_ ? importer_->counts() : ServiceImportCounts{};
 }
 
 ServiceReflectionCounts ConsumerReflection::serviceCounts() const {

@@ -19,6 +19,8 @@
 //    routing to them; the resync after the heal writes their status from the provider again;
 //  - provider Events about a remote Pod recorded as Events on the local Pod (once each: the
 //    provider re-sends recent ones after a reconnection);
+//  - the provider Services exported to this consumer imported here (service_import.h),
+//    their endpoints not ready while the provider is unreachable;
 //  - remote namespaces released when a namespace stops being offloaded here (a DELETE on the
 //    stream; the provider deletes it only if it created it for this consumer).
 // Adding a reflected kind: a forge (pure), a reconcile decision, and one registerKind() call
@@ -49,6 +51,7 @@
 #include "reflection/namespace_mapping.h"
 #include "reflection/pod_overrides.h"
 #include "reflection/sent_events.h"
+#include "reflection/service_import.h"
 #include "reflection/service_reflector.h"
 #include "reflection/stream_messages.h"
 
@@ -98,6 +101,12 @@ struct ConsumerReflectionOptions {
   // The reflected Services/EndpointSlices/conflicts changed (at most once a second, from the
   // housekeeping thread), e.g. to publish them in the ForeignCluster status. Optional.
   std::function<void(const ServiceReflectionCounts&)> onServiceCounts;
+  // The provider's cluster ID: when set, the Services it exports to this consumer are
+  // imported here (service_import.h). Optional.
+  std::string providerId;
+  // The imported Services/EndpointSlices/conflicts changed (from the importer's thread), e.g.
+  // to publish them in the ForeignCluster status. Optional.
+  std::function<void(const ServiceImportCounts&)> onImportCounts;
   // Stream health, for the virtual node's Ready condition. Optional.
   std::function<void()> onConnected;
   std::function<void()> onMessage;
@@ -128,6 +137,8 @@ class ConsumerReflection {
   StreamCounters counters() const;
   // Services, EndpointSlices reflected and conflicts now.
   ServiceReflectionCounts serviceCounts() const;
+  // Services, EndpointSlices imported from the provider and conflicts now.
+  ServiceImportCounts importCounts() const;
   // Local namespace `ns` became offloaded to this provider, or stopped being: its Services
   // are looked at again (reflected, or their remote copies and counts dropped).
   void resyncNamespaceServices(const std::string& ns);
@@ -153,6 +164,7 @@ class ConsumerReflection {
   kube::Client& local_;
   const ConsumerReflectionOptions opts_;
   std::unique_ptr<StreamClient> stream_;
+  std::unique_ptr<ServiceImporter> importer_;  // set when opts_.providerId is
   std::unique_ptr<kube::Informer> pods_;
   std::unique_ptr<kube::Informer> services_;   // set when opts_.offloaded is
   std::unique_ptr<kube::Informer> slices_;

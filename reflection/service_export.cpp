@@ -164,13 +164,16 @@ kube::Result<json> forgeExportedEndpointSlice(const json& slice, const std::stri
   if (hasArray(slice, "endpoints")) {
     for (const json& e : slice["endpoints"]) {
       if (!e.is_object()) continue;
-      // Ready unless it says otherwise (an absent condition means ready).
-      if (hasObject(e, "conditions") && e["conditions"].value("ready", json(true)) == json(false)) {
-        continue;
-      }
+      const json c = hasObject(e, "conditions") ? e["conditions"] : json::object();
+      auto flag = [&](const char* k, bool absent) {
+        return c.contains(k) && c[k].is_boolean() ? c[k].get<bool>() : absent;
+      };
+      const bool ready = flag("ready", true);
       json r = json::object();
       r["addresses"] = hasArray(e, "addresses") ? e["addresses"] : json::array();
-      r["conditions"] = json{{"ready", true}};
+      r["conditions"] = json{{"ready", ready},
+                             {"serving", flag("serving", ready)},
+                             {"terminating", flag("terminating", false)}};
       if (e.contains("hostname")) r["hostname"] = e["hostname"];
       endpoints.push_back(std::move(r));
     }

@@ -13,8 +13,9 @@
 // strait.io/origin-uid=<the provider Service's uid>.
 //
 // An exported EndpointSlice keeps the provider slice's name, addressType and ports, and its
-// ready endpoints only (addresses and hostname; nodeName, zone and targetRef name objects
-// that exist only in the provider). Its addresses are the provider's: the consumer maps each
+// endpoints with their ready, serving and terminating conditions (an absent ready or serving
+// condition reads as true, as Kubernetes reads it), addresses and hostname (nodeName, zone
+// and targetRef name objects that exist only in the provider). Its addresses are the provider's: the consumer maps each
 // into its own view (mapExportedSliceAddresses) before it writes the slice.
 
 #include <functional>

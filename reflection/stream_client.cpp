@@ -138,7 +138,7 @@ void StreamClient::run() {
 void StreamClient::runConnection(peering::EventStream& s) {
   lastReceivedMs_ = nowMs();
   // A refused stream fails this write; the reader then collects why.
-  (void)send(StreamMessage::resyncBegin());
+  (void)send(StreamMessage::resyncBegin(static_cast<bool>(opts_.onExport)));
   std::thread reader([this, &s] {
     v1::ReflectionEvent e;
     while (s.read(&e)) {
@@ -308,6 +308,11 @@ void StreamClient::handle(const StreamMessage& m) {
     }
     case StreamMessageType::Event:
       if (opts_.onEvent) opts_.onEvent(m.object, m.originUid);
+      return;
+    case StreamMessageType::Export:
+    case StreamMessageType::Unexport:
+    case StreamMessageType::ExportSynced:
+      if (opts_.onExport) opts_.onExport(m);
       return;
     case StreamMessageType::Synced:
       synced_ = true;

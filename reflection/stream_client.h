@@ -17,7 +17,7 @@
 // which lets the provider delete what no longer has an origin (never before).
 //
 // Thread-safe. Callbacks run on the client's reader thread (onMessage, onRemoteChange,
-// onEvent: they must not call get/apply/remove, which wait for that thread) or its
+// onEvent, onExport: they must not call get/apply/remove, which wait for that thread) or its
 // connection thread (onConnected, after the provider's first message; onDisconnected): they
 // must not block for long and must not call stop().
 
@@ -61,6 +61,9 @@ struct StreamClientOptions {
   std::function<void(const std::string& localKey)> onRemoteChange;
   // A provider Event about the remote Pod mirroring local Pod uid `originUid`.
   std::function<void(const nlohmann::json& event, const std::string& originUid)> onEvent;
+  // An EXPORT, UNEXPORT or EXPORT_SYNCED from the provider. When set, RESYNC_BEGIN tells the
+  // provider that this consumer imports exported Services; unset, none is sent.
+  std::function<void(const StreamMessage& m)> onExport;
 };
 
 class StreamClient : public RemoteObjects {

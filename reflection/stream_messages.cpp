@@ -15,7 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::array<std::pair<StreamMessageType, const char*>, 12> kTypeNames = {{
+constexpr std::array<std::pair<StreamMessageType, const char*>, 15> kTypeNames = {{
     {StreamMessageType::Apply, "APPLY"},
     {StreamMessageType::Delete, "DELETE"},
     {StreamMessageType::Status, "STATUS"},
@@ -28,9 +28,13 @@ constexpr std::array<std::pair<StreamMessageType, const char*>, 12> kTypeNames =
     {StreamMessageType::Reply, "REPLY"},
     {StreamMessageType::Synced, "SYNCED"},
     {StreamMessageType::StatusPatch, "STATUS_PATCH"},
+    {StreamMessageType::Export, "EXPORT"},
+    {StreamMessageType::Unexport, "UNEXPORT"},
+    {StreamMessageType::ExportSynced, "EXPORT_SYNCED"},
 }};
 
 constexpr const char* kAcceptsStatusPatch = "STATUS_PATCH";
+constexpr const char* kAcceptsExports = "EXPORT";
 constexpr size_t kMaxResourceVersionBytes = 64;
 
 constexpr size_t kMaxErrorMessageBytes = 64 * 1024;
@@ -42,7 +46,12 @@ bool carriesObject(StreamMessageType t) {
   return t == StreamMessageType::Apply || t == StreamMessageType::Delete ||
          t == StreamMessageType::Status || t == StreamMessageType::StatusPatch ||
          t == StreamMessageType::Gone ||
-         t == StreamMessageType::Event || t == StreamMessageType::Get;
+         t == StreamMessageType::Event || t == StreamMessageType::Get ||
+         t == StreamMessageType::Export || t == StreamMessageType::Unexport;
+}
+
+bool isExportType(StreamMessageType t) {
+  return t == StreamMessageType::Export || t == StreamMessageType::Unexport;
 }
 
 bool needsOriginUid(StreamMessageType t) {
@@ -168,9 +177,32 @@ StreamMessage StreamMessage::ofType(StreamMessageType t) {
   return m;
 }
 
-StreamMessage StreamMessage::resyncBegin() {
+StreamMessage StreamMessage::resyncBegin(bool acceptsExports) {
   StreamMessage m = ofType(StreamMessageType::ResyncBegin);
-  m.object = {{"accepts", json::array({kAcceptsStatusPatch})}};
+  json accepts = json::array({kAcceptsStatusPatch});
+  if (acceptsExports) accepts.push_back(kAcceptsExports);
+  m.object = {{"accepts", std::move(accepts)}};
+  return m;
+}
+
+StreamMessage StreamMessage::exported(const json& object, std::string originUid) {
+  StreamMessage m = apply(object, std::move(originUid));
+  m.type = StreamMessageType::Export;
+  return m;
+}
+
+StreamMessage StreamMessage::unexport(std::string kind, std::string ns, std::string name,
+                                      std::string originUid) {
+  StreamMessage m = remove(std::move(kind), std::move(ns), std::move(name), std::move(originUid),
+                           std::nullopt);
+  m.type = StreamMessageType::Unexport;
+  m.object = nullptr;
+  return m;
+}
+
+StreamMessage StreamMessage::exportSynced(const std::vector<std::string>& originUids) {
+  StreamMessage m = resyncDone(originUids);
+  m.type = StreamMessageType::ExportSynced;
   return m;
 }
 
@@ -195,15 +227,25 @@ std::optional<StreamMessage> StreamMessage::statusPatch(const json& before, cons
   return m;
 }
 
-bool StreamMessage::acceptsStatusPatch() const {
-  if (type != StreamMessageType::ResyncBegin || !object.is_object()) return false;
-  auto it = object.find("accepts");
-  if (it == object.end() || !it->is_array()) return false;
+namespace {
+
+bool resyncBeginAccepts(const StreamMessage& m, const char* what) {
+  if (m.type != StreamMessageType::ResyncBegin || !m.object.is_object()) return false;
+  auto it = m.object.find("accepts");
+  if (it == m.object.end() || !it->is_array()) return false;
   for (const json& a : *it) {
-    if (a.is_string() && a.get<std::string>() == kAcceptsStatusPatch) return true;
+    if (a.is_string() && a.get<std::string>() == what) return true;
   }
   return false;
 }
+
+}  // namespace
+
+bool StreamMessage::acceptsStatusPatch() const {
+  return resyncBeginAccepts(*this, kAcceptsStatusPatch);
+}
+
+bool StreamMessage::acceptsExports() const { return resyncBeginAccepts(*this, kAcceptsExports); }
 
 kube::Result<json> StreamMessage::applyStatusPatch(const json& cached) const {
   kube::Result<json> patched = kube::applyMergePatch(cached, object);
@@ -231,7 +273,10 @@ std::optional<int64_t> StreamMessage::gracePeriodSeconds() const {
 
 std::vector<std::string> StreamMessage::resyncOriginUids() const {
   std::vector<std::string> out;
-  if (type != StreamMessageType::ResyncDone || !object.is_object()) return out;
+  if ((type != StreamMessageType::ResyncDone && type != StreamMessageType::ExportSynced) ||
+      !object.is_object()) {
+    return out;
+  }
   auto it = object.find("originUids");
   if (it == object.end() || !it->is_array()) return out;
   for (const json& u : *it) {
@@ -316,10 +361,11 @@ kube::Result<StreamMessage> decodeStreamMessage(const strait::v1::ReflectionEven
   }
   if (m.type == StreamMessageType::Reply && o.json().empty()) return m;
   if (!carriesObject(m.type) && m.type != StreamMessageType::Reply) {
-    if (m.type == StreamMessageType::ResyncDone) {
+    if (m.type == StreamMessageType::ResyncDone || m.type == StreamMessageType::ExportSynced) {
       if (!m.object.is_object() || !m.object.contains("originUids") ||
           !m.object["originUids"].is_array()) {
-        return bad("object.json", "RESYNC_DONE needs {\"originUids\": [...]}");
+        return bad("object.json", std::string(streamMessageTypeName(m.type)) +
+                                      " needs {\"originUids\": [...]}");
       }
       for (const json& u : m.object["originUids"]) {
         if (!u.is_string()) return bad("object.json", "originUids holds a non-string");
@@ -355,14 +401,20 @@ kube::Result<StreamMessage> decodeStreamMessage(const strait::v1::ReflectionEven
   if (m.type == StreamMessageType::StatusPatch && m.kind != "Pod") {
     return bad("object.kind", "only a Pod's status is patched");
   }
+  if (isExportType(m.type) && m.kind != "Service" && m.kind != "EndpointSlice") {
+    return bad("object.kind", "\"" + m.kind.substr(0, 64) + "\" is not exported (only a "
+                              "Service or an EndpointSlice is)");
+  }
   if (auto p = kube::validateDns1123Label(m.ns); !p.empty()) {
     return bad("object.namespace", "\"" + m.ns.substr(0, 64) + "\": " + p.front());
   }
   if (auto p = kube::validateDns1123Subdomain(m.name); !p.empty()) {
     return bad("object.name", "\"" + m.name.substr(0, 64) + "\": " + p.front());
   }
-  if (m.type == StreamMessageType::Get && !m.object.is_null()) {
-    return bad("object.json", "a GET carries no object");
+  if ((m.type == StreamMessageType::Get || m.type == StreamMessageType::Unexport) &&
+      !m.object.is_null()) {
+    return bad("object.json", std::string("a ") + streamMessageTypeName(m.type) +
+                                  " carries no object");
   }
   if (m.type == StreamMessageType::StatusPatch && m.object.is_null()) {
     return bad("object.json", "required on STATUS_PATCH");
@@ -370,7 +422,8 @@ kube::Result<StreamMessage> decodeStreamMessage(const strait::v1::ReflectionEven
   const bool needsObject = m.type == StreamMessageType::Apply ||
                            m.type == StreamMessageType::Status ||
                            m.type == StreamMessageType::Event ||
-                           m.type == StreamMessageType::Reply;
+                           m.type == StreamMessageType::Reply ||
+                           m.type == StreamMessageType::Export;
   if (needsObject && m.object.is_null()) {
     return bad("object.json", std::string("required on ") + streamMessageTypeName(m.type));
   }

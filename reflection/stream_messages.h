@@ -23,9 +23,11 @@
 //   EVENT         provider -> consumer  a core/v1 Event about the remote object (kind Event;
 //                                        origin_uid = the local object it concerns)
 //   RESYNC_BEGIN  consumer -> provider  a full list of APPLYs follows (after (re)connect);
-//                                        json {"accepts":["STATUS_PATCH"]} from a consumer
-//                                        that applies STATUS_PATCH (without it, or from an
-//                                        earlier build, every change is a whole STATUS)
+//                                        json {"accepts":["STATUS_PATCH","EXPORT"]} from a
+//                                        consumer that applies STATUS_PATCH (without it, or
+//                                        from an earlier build, every change is a whole
+//                                        STATUS) and imports exported Services (without
+//                                        "EXPORT" none is sent)
 //   RESYNC_DONE   consumer -> provider  the list is complete: json = {"originUids":[...]};
 //                                        the provider may now delete objects whose origin is
 //                                        not listed (never before: a slow
@@ -38,8 +40,23 @@
 //                                        error_reason + error_message (Kubernetes reason)
 //   SYNCED        provider -> consumer  the STATUS of every existing remote Pod of this
 //                                        consumer has been sent (once per stream)
+//   EXPORT        provider -> consumer  a provider Service exported to this consumer, or an
+//                                        EndpointSlice of one, as the consumer should hold
+//                                        it (service_export.h; kind Service or
+//                                        EndpointSlice, origin_uid = the provider object's
+//                                        uid). Sent only to a consumer whose RESYNC_BEGIN
+//                                        accepts it: the full list after each RESYNC_BEGIN,
+//                                        then every change
+//   UNEXPORT      provider -> consumer  the exported Service or EndpointSlice named is no
+//                                        longer exported (deleted, or the consumer taken
+//                                        off its strait.io/export-to list); json empty
+//   EXPORT_SYNCED provider -> consumer  the full list of EXPORTs is complete: json =
+//                                        {"originUids":[...]} of every object exported now;
+//                                        the consumer may now delete its imported copies
+//                                        whose origin is not listed (never before)
 //
-// origin_uid is required on APPLY, DELETE, STATUS, STATUS_PATCH, GONE and EVENT; seq (non-zero) on GET and
+// origin_uid is required on APPLY, DELETE, STATUS, STATUS_PATCH, GONE, EVENT, EXPORT and
+// UNEXPORT (which carry a Service or an EndpointSlice only); seq (non-zero) on GET and
 // REPLY (APPLY and DELETE carry one when the sender wants to match the REPLY). Kinds carried:
 // Pod, ConfigMap, Secret, ServiceAccount, Service (apiVersion v1), EndpointSlice
 // (discovery.k8s.io/v1) and Event (v1). Pure; thread-safe.
@@ -70,6 +87,9 @@ enum class StreamMessageType {
   Reply,
   Synced,
   StatusPatch,
+  Export,
+  Unexport,
+  ExportSynced,
 };
 
 const char* streamMessageTypeName(StreamMessageType t);
@@ -106,8 +126,17 @@ struct StreamMessage {
   // REPLY to request `seq`: the object (null for none) or the error.
   static StreamMessage reply(uint64_t seq, const kube::Result<nlohmann::json>& result);
   static StreamMessage ofType(StreamMessageType t);  // KEEPALIVE, SYNCED, RESYNC_BEGIN
-  // RESYNC_BEGIN saying that this consumer applies STATUS_PATCH.
-  static StreamMessage resyncBegin();
+  // RESYNC_BEGIN saying that this consumer applies STATUS_PATCH, and imports exported
+  // Services when `acceptsExports`.
+  static StreamMessage resyncBegin(bool acceptsExports = false);
+  // EXPORT of `object` (a forged Service or EndpointSlice) whose provider object has uid
+  // `originUid`.
+  static StreamMessage exported(const nlohmann::json& object, std::string originUid);
+  // UNEXPORT of the Service or EndpointSlice ns/name exported from provider uid `originUid`.
+  static StreamMessage unexport(std::string kind, std::string ns, std::string name,
+                                std::string originUid);
+  // EXPORT_SYNCED listing the origin uids of everything exported now.
+  static StreamMessage exportSynced(const std::vector<std::string>& originUids);
   // STATUS_PATCH of Pod `before` (as last sent) to `after`, both as stored with the same
   // uid; nullopt when a patch cannot say it (a null value in `after`, which a merge patch
   // would read as a deletion, or no resourceVersion): send a whole STATUS instead.
@@ -117,12 +146,15 @@ struct StreamMessage {
 
   // DELETE: the grace period in the DeleteOptions, if any.
   std::optional<int64_t> gracePeriodSeconds() const;
-  // RESYNC_DONE: the listed origin uids (empty on any other type or malformed list).
+  // RESYNC_DONE and EXPORT_SYNCED: the listed origin uids (empty on any other type or
+  // malformed list).
   std::vector<std::string> resyncOriginUids() const;
   // REPLY: the object or the error it carries (null object when none).
   kube::Result<nlohmann::json> replyResult() const;
   // RESYNC_BEGIN: the consumer accepts STATUS_PATCH.
   bool acceptsStatusPatch() const;
+  // RESYNC_BEGIN: the consumer imports exported Services (EXPORT, UNEXPORT, EXPORT_SYNCED).
+  bool acceptsExports() const;
   // STATUS_PATCH: `cached` (the consumer's copy, at baseResourceVersion) with the patch
   // applied. BadRequest when the patch would change the object's kind, namespace, name or
   // uid, or is too deep.

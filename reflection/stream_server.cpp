@@ -19,6 +19,7 @@
 #include "reflection/pod_usage.h"
 #include "reflection/provider_applier.h"
 #include "reflection/reflection_metrics.h"
+#include "reflection/service_exporter.h"
 #include "reflection/stream_messages.h"
 
 namespace strait::reflection {
@@ -169,8 +170,16 @@ class StreamSession {
       }
       case StreamMessageType::ResyncBegin:
         statusPatches_ = m.acceptsStatusPatch();
-        spdlog::info("event=stream_resync_begin consumer={} status_patches={}", opts_.consumerId,
-                     statusPatches_.load());
+        spdlog::info("event=stream_resync_begin consumer={} status_patches={} exports={}",
+                     opts_.consumerId, statusPatches_.load(), m.acceptsExports());
+        if (m.acceptsExports() && !exporter_) {
+          // The Services exported to this consumer: their full list, then every change.
+          exporter_ = std::make_unique<ServiceExporter>(
+              owner_.provider_,
+              ServiceExporterOptions{opts_.consumerId,
+                                     [this](const StreamMessage& x) { return send(x); }});
+          exporter_->start();
+        }
         return;
       case StreamMessageType::Keepalive:
         return;
@@ -410,6 +419,7 @@ class StreamSession {
 
   void stop() {
     stream_.cancel();  // replies still being written fail fast
+    if (exporter_) exporter_->stop();
     listing_.request_stop();
     if (listing_.joinable()) listing_.join();
     if (usageShared_.exchange(false)) opts_.onUsage(usage_, false);
@@ -438,6 +448,8 @@ class StreamSession {
   std::atomic<bool> statusPatches_{false};
   std::unique_ptr<kube::Informer> pods_;
   std::unique_ptr<kube::Informer> events_;
+  // Set at a RESYNC_BEGIN that accepts exports (the reader thread; stop() on the same one).
+  std::unique_ptr<ServiceExporter> exporter_;
   std::shared_ptr<SentEvents> sentEvents_;
   base::Mutex evMu_;
   bool eventsLive_ GUARDED_BY(evMu_) = false;

@@ -23,6 +23,9 @@
 //    on this stream (deleteOrphanDependencies);
 //  - after RESYNC_DONE likewise deletes this consumer's EndpointSlices and Services whose
 //    origin the consumer did not list (it lists the ones it still reflects);
+//  - to a consumer whose RESYNC_BEGIN accepts exports, sends the provider Services whose
+//    strait.io/export-to annotation names it and their EndpointSlices (EXPORT, UNEXPORT,
+//    EXPORT_SYNCED: service_exporter.h);
 //  - DELETE of kind Namespace: deletes that namespace if it was created for this consumer
 //    (ProviderApplier::removeNamespace), never another one;
 //  - sends KEEPALIVE every keepaliveInterval and ends the stream when nothing arrived from

@@ -4,7 +4,8 @@
 //   even: the rest is the protobuf encoding of a ReflectionEvent;
 //   odd:  the second byte picks type and kind, the first byte's bits a few fields, and
 //         the rest is the JSON payload of that envelope (so the JSON paths — object parsing, RESYNC_DONE's
-//         originUids, DELETE's DeleteOptions, REPLY, the provider's reads of a Pod — are
+//         originUids, DELETE's DeleteOptions, REPLY, the provider's reads of a Pod, the
+//         consumer's reads of an exported Service or EndpointSlice — are
 //         reached without the fuzzer first having to learn protobuf).
 // Checks: a decoded message re-encodes to something that decodes to the same message (an
 // accepted message is never rejected or changed by a round trip); the provider's and
@@ -17,10 +18,12 @@
 
 #include "reflection/labels.h"
 #include "reflection/pod_forge.h"
+#include "reflection/service_export.h"
 #include "reflection/stream_messages.h"
 
 namespace {
 
+using json = nlohmann::json;
 using strait::reflection::StreamMessage;
 using strait::reflection::StreamMessageType;
 
@@ -41,6 +44,13 @@ void readLikeThePeersDo(const StreamMessage& m) {
     (void)strait::reflection::originUid(m.object);
     if (m.kind == "Pod") (void)strait::reflection::mutablePodFields(m.object);
   }
+  if (m.type == StreamMessageType::Export) {
+    // What the consumer's importer does with an exported object before writing it.
+    json mapped = strait::reflection::mapExportedSliceAddresses(
+        m.object, [](const std::string& ip) { return ip; });
+    (void)strait::reflection::decideImport(mapped, m.object, "provider");
+    (void)strait::reflection::endpointSliceNotReady(mapped);
+  }
 }
 
 void roundTrip(const StreamMessage& m) {
@@ -57,10 +67,15 @@ void roundTrip(const StreamMessage& m) {
   }
 }
 
-constexpr const char* kTypes[] = {"APPLY", "DELETE", "STATUS", "GONE", "EVENT", "RESYNC_BEGIN",
-                                  "RESYNC_DONE", "KEEPALIVE", "GET", "REPLY", "SYNCED"};
-constexpr const char* kKinds[] = {"Pod", "ConfigMap", "Secret", "ServiceAccount", "Event",
-                                  "Namespace", "Node", ""};
+constexpr const char* kTypes[] = {"APPLY", "DELETE",   "STATUS",        "GONE",
+                                  "EVENT", "RESYNC_BEGIN", "RESYNC_DONE", "KEEPALIVE",
+                                  "GET",   "REPLY",    "SYNCED",        "EXPORT",
+                                  "UNEXPORT", "EXPORT_SYNCED"};
+constexpr int kTypeCount = sizeof(kTypes) / sizeof(kTypes[0]);
+constexpr const char* kKinds[] = {"Pod",       "ConfigMap", "Secret", "ServiceAccount",
+                                  "Event",     "Namespace", "Node",   "",
+                                  "Service",   "EndpointSlice"};
+constexpr int kKindCount = sizeof(kKinds) / sizeof(kKinds[0]);
 
 }  // namespace
 
@@ -72,9 +87,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if ((mode & 1) == 0) {
     if (!e.ParseFromArray(rest, static_cast<int>(size - 1))) return 0;
   } else {
-    // data[1]: type (% 11) and kind (/ 11 % 8); mode's bits: flags; the rest: the JSON.
+    // data[1]: type (% kTypeCount) and kind (/ kTypeCount % kKindCount); mode's bits: flags;
+    // the rest: the JSON.
     if (size < 2) return 0;
-    const int t = data[1] % 11;
+    const int t = data[1] % kTypeCount;
     e.set_type(kTypes[t]);
     e.set_origin_uid((mode & 0x40) ? "" : "uid-1");
     e.set_seq((mode & 0x80) ? 0 : 7);
@@ -83,8 +99,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       e.set_error_message("refused");
     }
     strait::v1::ObjectRequest* o = e.mutable_object();
-    o->set_api_version("v1");
-    o->set_kind(kKinds[(data[1] / 11) % 8]);
+    const char* kind = kKinds[(data[1] / kTypeCount) % kKindCount];
+    o->set_api_version(strait::reflection::streamApiVersionOf(kind));
+    o->set_kind(kind);
     o->set_namespace_("web");
     o->set_name((mode & 0x10) ? "web" : "p");
     rest = reinterpret_cast<const char*>(data + 2);

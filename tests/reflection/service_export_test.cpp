@@ -104,7 +104,7 @@ TEST(ServiceExport, HeadlessStaysHeadlessExternalNameAndMalformedRefused) {
   EXPECT_FALSE(forgeExportedService(json::array(), "p").ok());
 }
 
-TEST(ServiceExport, SliceKeepsReadyEndpointsOnlyWithoutProviderNames) {
+TEST(ServiceExport, SliceMirrorsEndpointConditionsWithoutProviderNames) {
   auto r = forgeExportedEndpointSlice(providerSlice(), "prov-7");
   ASSERT_TRUE(r.ok()) << r.error().message;
   const json& s = *r;
@@ -114,13 +114,29 @@ TEST(ServiceExport, SliceKeepsReadyEndpointsOnlyWithoutProviderNames) {
   EXPECT_EQ(s["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"],
             "endpointslice.strait.io");
   EXPECT_EQ(s["metadata"]["labels"][std::string(peering::kLabelImportedFrom)], "prov-7");
-  ASSERT_EQ(s["endpoints"].size(), 2u);  // the not-ready one is left out
+  ASSERT_EQ(s["endpoints"].size(), 3u);
   EXPECT_EQ(s["endpoints"][0]["addresses"], json::array({"10.200.1.4"}));
+  EXPECT_EQ(s["endpoints"][0]["conditions"],
+            json({{"ready", true}, {"serving", true}, {"terminating", false}}));
   EXPECT_EQ(s["endpoints"][0]["hostname"], "db-0");
   EXPECT_FALSE(s["endpoints"][0].contains("nodeName"));
   EXPECT_FALSE(s["endpoints"][0].contains("targetRef"));
   EXPECT_FALSE(s["endpoints"][0].contains("zone"));
-  EXPECT_EQ(s["endpoints"][1]["addresses"], json::array({"10.200.3.1"}));
+  // Not ready but still serving (a terminating Pod draining): mirrored, not dropped.
+  EXPECT_EQ(s["endpoints"][1]["addresses"], json::array({"10.200.2.9"}));
+  EXPECT_EQ(s["endpoints"][1]["conditions"],
+            json({{"ready", false}, {"serving", true}, {"terminating", false}}));
+  // No conditions: ready and serving, as Kubernetes reads an absent condition.
+  EXPECT_EQ(s["endpoints"][2]["addresses"], json::array({"10.200.3.1"}));
+  EXPECT_EQ(s["endpoints"][2]["conditions"],
+            json({{"ready", true}, {"serving", true}, {"terminating", false}}));
+  // What the consumer holds while the provider is unreachable.
+  json notReady = endpointSliceNotReady(s);
+  for (const json& e : notReady["endpoints"]) {
+    EXPECT_EQ(e["conditions"]["ready"], false);
+    EXPECT_EQ(e["conditions"]["serving"], false);
+  }
+  EXPECT_EQ(notReady["endpoints"].size(), 3u);  // nothing dropped
   EXPECT_EQ(s["ports"], providerSlice()["ports"]);
   json noService = providerSlice();
   noService["metadata"]["labels"].erase("kubernetes.io/service-name");

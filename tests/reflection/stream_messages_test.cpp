@@ -164,5 +164,88 @@ TEST(StreamMessages, MalformedRequestsAndRepliesAreNamedErrors) {
   expectBad(apply, "error_reason");
 }
 
+
+json exportedService() {
+  return json::parse(R"({"apiVersion":"v1","kind":"Service","metadata":{"name":"db",
+    "namespace":"shop","labels":{"strait.io/imported-from":"prov-1"}},
+    "spec":{"type":"ClusterIP","ports":[{"name":"sql","protocol":"TCP","port":5432}]}})");
+}
+
+TEST(StreamMessages, ExportMessagesRoundTrip) {
+  StreamMessage e = roundTrip(StreamMessage::exported(exportedService(), "svc-uid"));
+  EXPECT_EQ(e.type, StreamMessageType::Export);
+  EXPECT_EQ(e.kind, "Service");
+  EXPECT_EQ(e.apiVersion, "v1");
+  EXPECT_EQ(e.ns, "shop");
+  EXPECT_EQ(e.name, "db");
+  EXPECT_EQ(e.originUid, "svc-uid");
+  EXPECT_EQ(e.object, exportedService());
+
+  json slice = {{"apiVersion", "discovery.k8s.io/v1"},
+                {"kind", "EndpointSlice"},
+                {"metadata", {{"name", "db-x1"}, {"namespace", "shop"}}},
+                {"addressType", "IPv4"},
+                {"endpoints", json::array()}};
+  StreamMessage es = roundTrip(StreamMessage::exported(slice, "slice-uid"));
+  EXPECT_EQ(es.kind, "EndpointSlice");
+  EXPECT_EQ(es.apiVersion, "discovery.k8s.io/v1");
+
+  StreamMessage u = roundTrip(StreamMessage::unexport("EndpointSlice", "shop", "db-x1", "slice-uid"));
+  EXPECT_EQ(u.type, StreamMessageType::Unexport);
+  EXPECT_EQ(u.kind, "EndpointSlice");
+  EXPECT_EQ(u.name, "db-x1");
+  EXPECT_EQ(u.originUid, "slice-uid");
+  EXPECT_TRUE(u.object.is_null());
+
+  StreamMessage s = roundTrip(StreamMessage::exportSynced({"svc-uid", "slice-uid"}));
+  EXPECT_EQ(s.type, StreamMessageType::ExportSynced);
+  EXPECT_EQ(s.resyncOriginUids(), (std::vector<std::string>{"svc-uid", "slice-uid"}));
+  EXPECT_TRUE(roundTrip(StreamMessage::exportSynced({})).resyncOriginUids().empty());
+
+  // A consumer says whether it imports: a provider sends exports only to one that does.
+  EXPECT_TRUE(roundTrip(StreamMessage::resyncBegin(true)).acceptsExports());
+  EXPECT_TRUE(roundTrip(StreamMessage::resyncBegin(true)).acceptsStatusPatch());
+  EXPECT_FALSE(roundTrip(StreamMessage::resyncBegin(false)).acceptsExports());
+  EXPECT_TRUE(roundTrip(StreamMessage::resyncBegin(false)).acceptsStatusPatch());
+  EXPECT_FALSE(roundTrip(StreamMessage::exportSynced({})).acceptsExports());
+}
+
+TEST(StreamMessages, MalformedExportMessagesAreNamedErrors) {
+  // Only a Service or an EndpointSlice is exported.
+  auto pod = encodeStreamMessage(StreamMessage::exported(remotePod(), "u"));
+  expectBad(pod, "object.kind");
+  auto e = encodeStreamMessage(StreamMessage::exported(exportedService(), "u"));
+  e.set_origin_uid("");
+  expectBad(e, "origin_uid");
+  e = encodeStreamMessage(StreamMessage::exported(exportedService(), "u"));
+  e.mutable_object()->clear_json();
+  expectBad(e, "object.json");
+  e = encodeStreamMessage(StreamMessage::exported(exportedService(), "u"));
+  e.mutable_object()->set_name("other");  // envelope and object disagree
+  expectBad(e, "object.json");
+  e = encodeStreamMessage(StreamMessage::exported(exportedService(), "u"));
+  e.mutable_object()->set_namespace_("Shop!");
+  expectBad(e, "object.namespace");
+  e = encodeStreamMessage(StreamMessage::exported(exportedService(), "u"));
+  e.mutable_object()->set_api_version("discovery.k8s.io/v1");
+  expectBad(e, "object.api_version");
+
+  auto u = encodeStreamMessage(StreamMessage::unexport("Service", "shop", "db", "u"));
+  u.mutable_object()->set_json(exportedService().dump());
+  expectBad(u, "object.json");
+  u = encodeStreamMessage(StreamMessage::unexport("Secret", "shop", "db", "u"));
+  expectBad(u, "object.kind");
+  u = encodeStreamMessage(StreamMessage::unexport("Service", "shop", "db", "u"));
+  u.set_origin_uid("");
+  expectBad(u, "origin_uid");
+
+  strait::v1::ReflectionEvent synced;
+  synced.set_type("EXPORT_SYNCED");
+  synced.mutable_object()->set_json(R"({"originUids":"a"})");
+  expectBad(synced, "object.json");
+  synced.mutable_object()->set_json(R"({"originUids":[true]})");
+  expectBad(synced, "object.json");
+}
+
 }  // namespace
 }  // namespace strait::reflection
