@@ -200,7 +200,10 @@ int runAgent(const AgentFlags& flags) {
   streamOpts.podSecurity = *podSecurity;
   streamOpts.keepaliveInterval = *keepalive;
   streamOpts.workers = f.streamWorkers;
-  cfg.streamHandlerFactory = [streamOpts](peering::ProviderService& service, kube::Client& c) {
+  // The agent, once created: the handler asks its NetworkController for the tunnels.
+  auto agentRef = std::make_shared<peering::Agent*>(nullptr);
+  cfg.streamHandlerFactory = [streamOpts, agentRef](peering::ProviderService& service,
+                                                    kube::Client& c) {
     reflection::StreamServerOptions opts = streamOpts;
     // Endpoints of the consumer's Pods reflected here carry the consumer's real addresses;
     // this cluster reaches them at the tunnel's negotiated remap of the consumer's pod CIDR.
@@ -208,6 +211,14 @@ int runAgent(const AgentFlags& flags) {
     opts.translateAddress = [&service](const std::string& consumerId, const std::string& ip) {
       return service.consumerPodIpView(consumerId, ip);
     };
+    // While this cluster's tunnel to a consumer is down, its Pods' endpoints reflected here
+    // are held not ready: traffic to them has no way through. The factory runs inside
+    // Agent::start, after the NetworkController exists; the agent outlives the handler.
+    if (peering::NetworkController* network = *agentRef ? (*agentRef)->network() : nullptr) {
+      opts.consumerTunnelDown = [network](const std::string& consumerId) {
+        return network->state().tunnelLost(consumerId);
+      };
+    }
     return reflection::makeProviderStreamHandler(c, service, opts);
   };
   cfg.network = networkConfig(f);
@@ -241,6 +252,7 @@ int runAgent(const AgentFlags& flags) {
     spdlog::error("event=start_failed error=\"{}\"", agent.error().message);
     return 2;
   }
+  *agentRef = agent->get();
   // Provider side of the virtual nodes' kubelet API: logs/exec of the consumers' Pods.
   kube::Result<std::unique_ptr<kube::Client>> kubeletClient = clientFor(f.kubeconfig);
   if (!kubeletClient.ok()) {

@@ -28,6 +28,14 @@ TunnelCondition NetworkState::condition(const std::string& remoteClusterId) cons
   return it == conditions_.end() ? default_ : it->second;
 }
 
+bool NetworkState::tunnelLost(const std::string& remoteClusterId) const {
+  base::MutexLock l(mu_);
+  if (!wasUp_.count(remoteClusterId)) return false;
+  auto it = conditions_.find(remoteClusterId);
+  const TunnelCondition& c = it == conditions_.end() ? default_ : it->second;
+  return !c.up && c.reason != "TunnelNotConfigured";
+}
+
 void NetworkState::setView(const std::string& remoteClusterId, const RemoteView& view) {
   base::MutexLock l(mu_);
   if (view.remoteCidr.empty()) {
@@ -41,12 +49,14 @@ void NetworkState::setCondition(const std::string& remoteClusterId,
                                 const TunnelCondition& condition) {
   base::MutexLock l(mu_);
   conditions_[remoteClusterId] = condition;
+  if (condition.up) wasUp_.insert(remoteClusterId);
 }
 
 void NetworkState::forget(const std::string& remoteClusterId) {
   base::MutexLock l(mu_);
   views_.erase(remoteClusterId);
   conditions_.erase(remoteClusterId);
+  wasUp_.erase(remoteClusterId);
 }
 
 }  // namespace strait::peering

@@ -11,6 +11,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "base/thread_annotations.h"
@@ -50,6 +51,11 @@ class NetworkState {
   // The view negotiated for `remoteClusterId`; nullopt when none (no tunnel).
   std::optional<RemoteView> view(const std::string& remoteClusterId) const;
   TunnelCondition condition(const std::string& remoteClusterId) const;
+  // True while the tunnel to `remoteClusterId`, up at some point since this process set its
+  // first condition, is not up (handshake or probe unanswered, or renegotiating); false when
+  // it is up, never came up, or is not configured (TunnelNotConfigured). Traffic to that
+  // remote's Pods then has no way through. Never blocks for long.
+  bool tunnelLost(const std::string& remoteClusterId) const;
 
   // Set by NetworkController. setView with an empty remoteCidr clears the view.
   void setView(const std::string& remoteClusterId, const RemoteView& view);
@@ -62,6 +68,7 @@ class NetworkState {
   mutable base::Mutex mu_;
   std::map<std::string, RemoteView> views_ GUARDED_BY(mu_);
   std::map<std::string, TunnelCondition> conditions_ GUARDED_BY(mu_);
+  std::set<std::string> wasUp_ GUARDED_BY(mu_);  // remotes whose tunnel has been up
 };
 
 }  // namespace strait::peering

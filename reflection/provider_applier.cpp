@@ -102,11 +102,13 @@ json podSecurityNamespaceLabels(kube::PodSecurityLevel level) {
 
 ProviderApplier::ProviderApplier(kube::Client& provider, NamespaceMapping mapping,
                                  kube::PodSecurityLevel podSecurity, json namespaceLabels,
-                                 EndpointAddressTranslator translateAddress)
+                                 EndpointAddressTranslator translateAddress,
+                                 std::function<bool()> endpointsHeld)
     : provider_(provider),
       mapping_(std::move(mapping)),
       podSecurity_(podSecurity),
       translateAddress_(std::move(translateAddress)),
+      endpointsHeld_(std::move(endpointsHeld)),
       namespaceLabels_(std::move(namespaceLabels)) {}
 
 kube::Status ProviderApplier::ensureNamespace(const std::string& ns) {
@@ -244,6 +246,8 @@ kube::Result<json> ProviderApplier::apply(const StreamMessage& m, bool likelyNew
         }
       }
     }
+    // The consumer's tunnel is down: stored not ready, what it sent kept for the heal.
+    if (endpointsHeld_ && endpointsHeld_()) sanitized = holdEndpointSlice(sanitized);
   }
   const json& object = m.kind == "Pod" || m.kind == "EndpointSlice" ? sanitized : m.object;
   if (kube::Status s = ensureNamespace(m.ns); !s.ok()) return s.error();
@@ -384,28 +388,49 @@ kube::Result<int> ProviderApplier::deleteOrphans(
   return deleted;
 }
 
-kube::Result<int> ProviderApplier::markEndpointsNotReady() {
+kube::Result<int> ProviderApplier::rewriteEndpointSlices(
+    const std::function<json(const json&, bool*)>& rewrite) {
   kube::ListOptions lo;
   lo.labelSelector = std::string(kLabelOriginClusterId) + "=" + mapping_.consumerId();
   kube::Result<json> list = provider_.list(res::kEndpointSlices, "", lo);
   if (!list.ok()) return list.error();
-  int marked = 0;
-  for (const json& item : list->value("items", json::array())) {
-    if (!mapping_.localNamespace(kube::getNamespace(item)) ||
-        !isOwnedBy(item, mapping_.consumerId())) {
-      continue;
+  int written = 0;
+  for (json item : list->value("items", json::array())) {
+    const std::string ns = kube::getNamespace(item);
+    const std::string name = kube::getName(item);
+    // A slice the consumer applied between the list and the write is read again (a few
+    // times: the consumer writes a slice at most once per change).
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      if (!mapping_.localNamespace(ns) || !isOwnedBy(item, mapping_.consumerId())) break;
+      bool changed = false;
+      json next = rewrite(item, &changed);
+      if (!changed) break;
+      kube::Result<json> r = provider_.update(res::kEndpointSlices, ns, next);
+      if (r.ok()) {
+        ++written;
+        break;
+      }
+      if (kube::isNotFound(r.error())) break;
+      if (!kube::isConflict(r.error())) return r.error();
+      kube::Result<json> fresh = provider_.get(res::kEndpointSlices, ns, name);
+      if (!fresh.ok()) {
+        if (kube::isNotFound(fresh.error())) break;
+        return fresh.error();
+      }
+      item = std::move(*fresh);
     }
-    bool changed = false;
-    json next = endpointSliceNotReady(item, &changed);
-    if (!changed) continue;
-    kube::Result<json> r =
-        provider_.update(res::kEndpointSlices, kube::getNamespace(item), next);
-    if (!r.ok() && !kube::isNotFound(r.error()) && !kube::isConflict(r.error())) {
-      return r.error();
-    }
-    if (r.ok()) ++marked;
   }
-  return marked;
+  return written;
+}
+
+kube::Result<int> ProviderApplier::markEndpointsNotReady() {
+  return rewriteEndpointSlices(
+      [](const json& slice, bool* changed) { return holdEndpointSlice(slice, changed); });
+}
+
+kube::Result<int> ProviderApplier::restoreEndpoints() {
+  return rewriteEndpointSlices(
+      [](const json& slice, bool* changed) { return releaseEndpointSlice(slice, changed); });
 }
 
 kube::Result<int> ProviderApplier::deleteOrphanDependencies(

@@ -56,10 +56,15 @@ class ProviderApplier : public RemoteObjects {
   // applied must pass (and the enforce label of the namespaces it creates).
   // `namespaceLabels`: more labels for the namespaces it creates (the peering's ownership
   // labels, by which unpeering finds them).
+  // `endpointsHeld` (optional; thread-safe, must not block): true while this consumer's
+  // endpoints are to be kept not ready (its tunnel is down); an EndpointSlice applied then
+  // is stored as holdEndpointSlice makes it, the conditions sent recorded for
+  // restoreEndpoints.
   ProviderApplier(kube::Client& provider, NamespaceMapping mapping,
                   kube::PodSecurityLevel podSecurity = kube::PodSecurityLevel::Baseline,
                   nlohmann::json namespaceLabels = nlohmann::json::object(),
-                  EndpointAddressTranslator translateAddress = {});
+                  EndpointAddressTranslator translateAddress = {},
+                  std::function<bool()> endpointsHeld = {});
 
   // APPLY: create or update; returns the object as stored. Errors: Forbidden (namespace not
   // this consumer's, or a Pod violating the Pod Security level), Conflict (object not this
@@ -88,10 +93,17 @@ class ProviderApplier : public RemoteObjects {
   kube::Result<int> deleteOrphanDependencies(const std::set<std::string>& liveOrigins);
 
   // Marks every endpoint of this consumer's EndpointSlices in its namespaces ready=false and
-  // serving=false (terminating kept): the consumer is unreachable, so the provider's Services
-  // must stop sending traffic to it. Nothing is deleted; the consumer's next APPLY of each
-  // slice restores its conditions. Returns how many slices it rewrote.
+  // serving=false (terminating kept), the conditions they had recorded in the slice
+  // (holdEndpointSlice): the consumer is unreachable, so the provider's Services must stop
+  // sending traffic to it. Nothing is deleted; restoreEndpoints, or the consumer's next
+  // APPLY of each slice, restores its conditions. A slice changed meanwhile (Conflict) is
+  // read again and marked. Returns how many slices it rewrote; blocks on the API server.
   kube::Result<int> markEndpointsNotReady();
+  // Puts back the conditions markEndpointsNotReady (or an APPLY while endpointsHeld) recorded
+  // on this consumer's EndpointSlices (releaseEndpointSlice); slices without a record are
+  // left alone. A slice changed meanwhile is read again. Returns how many slices it rewrote;
+  // blocks on the API server.
+  kube::Result<int> restoreEndpoints();
 
   // Deletes namespace `ns` when it carries this consumer's origin labels (Forbidden, naming
   // why, when it does not: Strait never deletes a namespace it did not create). OK (null)
@@ -109,11 +121,16 @@ class ProviderApplier : public RemoteObjects {
   kube::Status ensureNamespace(const std::string& ns);
   // OK when Namespace object `nsObj` is this consumer's; Forbidden saying whose it is if not.
   kube::Status namespaceRefusal(const nlohmann::json& nsObj) const;
+  // Rewrites each of this consumer's EndpointSlices with `rewrite` (which says whether it
+  // changed anything), reading a slice again after a Conflict. Returns how many it wrote.
+  kube::Result<int> rewriteEndpointSlices(
+      const std::function<nlohmann::json(const nlohmann::json&, bool*)>& rewrite);
 
   kube::Client& provider_;
   const NamespaceMapping mapping_;
   const kube::PodSecurityLevel podSecurity_;
   const EndpointAddressTranslator translateAddress_;
+  const std::function<bool()> endpointsHeld_;
   const nlohmann::json namespaceLabels_;
   base::Mutex mu_;
   // Checked or created; dropped when a create says NotFound.

@@ -183,6 +183,68 @@ json endpointSliceNotReady(const json& slice, bool* changed) {
   return out;
 }
 
+namespace {
+
+std::string firstAddress(const json& endpoint) {
+  if (!hasArray(endpoint, "addresses") || endpoint["addresses"].empty() ||
+      !endpoint["addresses"][0].is_string()) {
+    return "";
+  }
+  return endpoint["addresses"][0].get<std::string>();
+}
+
+}  // namespace
+
+json holdEndpointSlice(const json& slice, bool* changed) {
+  bool flipped = false;
+  json out = endpointSliceNotReady(slice, &flipped);
+  const json annotations = hasObject(out, "metadata")
+                               ? out["metadata"].value("annotations", json::object())
+                               : json::object();
+  if (!annotations.is_object() || !annotations.contains(kAnnotationHeldEndpointConditions)) {
+    json record = json::object();
+    if (hasArray(slice, "endpoints")) {
+      for (const json& e : slice["endpoints"]) {
+        const std::string address = e.is_object() ? firstAddress(e) : std::string();
+        if (address.empty()) continue;
+        record[address] = hasObject(e, "conditions") ? e["conditions"] : json::object();
+      }
+    }
+    if (!out["metadata"].is_object()) out["metadata"] = json::object();
+    json& a = out["metadata"]["annotations"];
+    if (!a.is_object()) a = json::object();
+    a[kAnnotationHeldEndpointConditions] = record.dump();
+    flipped = true;
+  }
+  if (changed) *changed = flipped;
+  return out;
+}
+
+json releaseEndpointSlice(const json& slice, bool* changed) {
+  if (changed) *changed = false;
+  if (!hasObject(slice, "metadata") || !hasObject(slice["metadata"], "annotations") ||
+      !slice["metadata"]["annotations"].contains(kAnnotationHeldEndpointConditions)) {
+    return slice;
+  }
+  json out = slice;
+  json& annotations = out["metadata"]["annotations"];
+  const json& text = annotations[kAnnotationHeldEndpointConditions];
+  const json record =
+      text.is_string() ? json::parse(text.get<std::string>(), nullptr, false) : json();
+  if (record.is_object() && hasArray(out, "endpoints")) {
+    for (json& e : out["endpoints"]) {
+      if (!e.is_object()) continue;
+      auto it = record.find(firstAddress(e));
+      if (it == record.end() || !it->is_object()) continue;
+      e["conditions"] = *it;
+    }
+  }
+  annotations.erase(kAnnotationHeldEndpointConditions);
+  if (annotations.empty()) out["metadata"].erase("annotations");
+  if (changed) *changed = true;
+  return out;
+}
+
 const char* mirrorActionName(MirrorAction a) {
   switch (a) {
     case MirrorAction::None:

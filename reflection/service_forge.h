@@ -69,6 +69,25 @@ bool endpointSliceNeedsUpdate(const nlohmann::json& forged, const nlohmann::json
 // `changed` when any condition flipped.
 nlohmann::json endpointSliceNotReady(const nlohmann::json& slice, bool* changed = nullptr);
 
+// The annotation of a provider's copy of a consumer's EndpointSlice that holds, while the
+// provider keeps its endpoints not ready, the conditions the consumer sent: a JSON object
+// from each endpoint's first address to its conditions object ({"10.240.1.5":{"ready":true,
+// "serving":true,"terminating":false}}).
+inline constexpr const char* kAnnotationHeldEndpointConditions =
+    "strait.io/held-endpoint-conditions";
+
+// endpointSliceNotReady(slice) with the conditions it had recorded in
+// kAnnotationHeldEndpointConditions; a slice already carrying the record keeps it (its
+// conditions are already the held ones). `changed` is true when anything differs from
+// `slice`. Pure.
+nlohmann::json holdEndpointSlice(const nlohmann::json& slice, bool* changed = nullptr);
+
+// `slice` with the conditions recorded by holdEndpointSlice put back and the record
+// removed; an endpoint the record does not name keeps its conditions. A slice without the
+// record is returned as it is (`changed` false). A record that is not a JSON object (edited
+// by hand) is removed and the conditions kept. Pure.
+nlohmann::json releaseEndpointSlice(const nlohmann::json& slice, bool* changed = nullptr);
+
 // What the reflector of one Service or EndpointSlice does now. Pure.
 enum class MirrorAction {
   None,      // in sync (or nothing to reflect and nothing reflected)

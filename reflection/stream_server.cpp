@@ -47,6 +47,13 @@ StreamMessage goneMessage(const json& pod) {
 
 // One running session: the reader (serve()'s thread), a keepalive thread, a worker pool and
 // two informers. Everything it starts is stopped and joined in run() before it returns.
+// Whether the endpoints of opts.consumerId are held not ready (its tunnel is down); empty
+// when nothing says so.
+std::function<bool()> endpointsHeld(const StreamServerOptions& opts) {
+  if (!opts.consumerTunnelDown) return {};
+  return [down = opts.consumerTunnelDown, id = opts.consumerId] { return down(id); };
+}
+
 class StreamSession {
  public:
   StreamSession(StreamServer& owner, peering::EventStream& s)
@@ -57,7 +64,8 @@ class StreamSession {
         // the namespaces it created for this consumer (labels), never someone else's.
         mapping_(opts_.consumerId, NamingStrategy::SameName),
         applier_(owner.provider_, mapping_, opts_.podSecurity,
-                 peering::ownershipLabels(opts_.consumerId), opts_.translateAddress),
+                 peering::ownershipLabels(opts_.consumerId), opts_.translateAddress,
+                 endpointsHeld(opts_)),
         sentEvents_(opts_.sentEvents) {}
 
   kube::Status run() {
@@ -488,9 +496,12 @@ StreamCounters StreamServer::counters() const { return counters_.snapshot(); }
 namespace {
 
 // Per consumer: whether a stream is up, and since when none is. A consumer without a stream
-// for unreachableGrace gets its reflected endpoints marked not ready (ProviderApplier::
-// markEndpointsNotReady), once per outage; its next resync re-applies them as they are.
-// Thread-safe; the watcher thread runs from the first ended session until destruction.
+// for unreachableGrace, or whose tunnel is down (consumerTunnelDown), gets its reflected
+// endpoints marked not ready (ProviderApplier::markEndpointsNotReady), once per outage; once
+// it has a stream and its tunnel is up again they are restored (restoreEndpoints), within a
+// watch round (200 ms) of it, and its resync re-applies them as they are now.
+// Thread-safe; the watcher thread runs from the first session (the first ended one when
+// no tunnel is watched) until destruction.
 class ConsumerLinks {
  public:
   ConsumerLinks(kube::Client& provider, const StreamServerOptions& base)
@@ -510,7 +521,8 @@ class ConsumerLinks {
     base::MutexLock l(mu_);
     Link& k = links_[consumerId];
     ++k.live;
-    k.marked = false;
+    if (base_.consumerTunnelDown) startWatching();
+    cv_.notify_all();
   }
 
   void sessionEnded(const std::string& consumerId) {
@@ -518,18 +530,29 @@ class ConsumerLinks {
     Link& k = links_[consumerId];
     if (k.live > 0) --k.live;
     k.endedAt = std::chrono::steady_clock::now();
-    if (!thread_.joinable()) {
-      thread_ = std::jthread([this](std::stop_token st) { watch(st); });
-    }
+    startWatching();
     cv_.notify_all();
   }
 
  private:
   struct Link {
     int live = 0;
-    bool marked = false;
+    bool marked = false;  // its endpoints are held not ready
     std::chrono::steady_clock::time_point endedAt{};
   };
+
+  void startWatching() REQUIRES(mu_) {
+    if (!thread_.joinable()) {
+      thread_ = std::jthread([this](std::stop_token st) { watch(st); });
+    }
+  }
+
+  // Whether `k` of `id` is unreachable now: no stream for the grace, or its tunnel down.
+  bool unreachable(const std::string& id, const Link& k,
+                   std::chrono::steady_clock::time_point now) const {
+    if (k.live == 0 && now - k.endedAt >= grace()) return true;
+    return base_.consumerTunnelDown && base_.consumerTunnelDown(id);
+  }
 
   std::chrono::milliseconds grace() const {
     if (base_.unreachableGrace.count() > 0) return base_.unreachableGrace;
@@ -545,11 +568,14 @@ class ConsumerLinks {
       cv_.wait_for(l, std::chrono::milliseconds(200));
       if (st.stop_requested()) break;
       const auto now = std::chrono::steady_clock::now();
-      std::vector<std::string> due;
+      std::vector<std::string> hold, restore;
       for (const auto& [id, k] : links_) {
-        if (k.live == 0 && !k.marked && now - k.endedAt >= grace()) due.push_back(id);
+        const bool down = unreachable(id, k, now);
+        if (down && !k.marked) hold.push_back(id);
+        // Restored with a stream up only: without one the consumer's resync does it.
+        if (!down && k.marked && k.live > 0) restore.push_back(id);
       }
-      for (const std::string& id : due) {
+      for (const std::string& id : hold) {
         l.unlock();
         ProviderApplier applier(provider_, NamespaceMapping(id, NamingStrategy::SameName),
                                 base_.podSecurity, json::object(), base_.translateAddress);
@@ -561,8 +587,25 @@ class ConsumerLinks {
           continue;  // tried again on the next round
         }
         Link& k = links_[id];
-        if (k.live == 0) k.marked = true;
-        spdlog::info("event=consumer_endpoints_not_ready consumer={} slices={}", id, *n);
+        k.marked = true;
+        spdlog::info("event=consumer_endpoints_not_ready consumer={} slices={} stream_up={} "
+                     "tunnel_down={}",
+                     id, *n, k.live > 0,
+                     base_.consumerTunnelDown && base_.consumerTunnelDown(id));
+      }
+      for (const std::string& id : restore) {
+        l.unlock();
+        ProviderApplier applier(provider_, NamespaceMapping(id, NamingStrategy::SameName),
+                                base_.podSecurity, json::object(), base_.translateAddress);
+        kube::Result<int> n = applier.restoreEndpoints();
+        l.lock();
+        if (!n.ok()) {
+          spdlog::warn("event=consumer_endpoints_not_restored consumer={} error=\"{}\"", id,
+                       n.error().message);
+          continue;
+        }
+        links_[id].marked = false;
+        spdlog::info("event=consumer_endpoints_restored consumer={} slices={}", id, *n);
       }
     }
   }

@@ -31,10 +31,13 @@
 //  - sends KEEPALIVE every keepaliveInterval and ends the stream when nothing arrived from
 //    the consumer for deadAfter (a silent partition).
 // serve() returns when the stream ends, with informers stopped and every thread joined.
-// makeProviderStreamHandler also watches each consumer's streams: when none has been up for
-// unreachableGrace, the EndpointSlices it reflected are marked not ready (ready=false,
-// serving=false) so that the provider's Services stop sending traffic into a dead link;
-// nothing is deleted, and the consumer's resync after the heal re-applies them.
+// makeProviderStreamHandler also watches each consumer's streams and tunnel: when no stream
+// has been up for unreachableGrace, or the tunnel to the consumer is down
+// (consumerTunnelDown), the EndpointSlices it reflected are marked not ready (ready=false,
+// serving=false, the conditions sent kept in the slice) so that the provider's Services
+// stop sending traffic into a dead link, and a slice it applies meanwhile is stored so too;
+// nothing is deleted. Once a stream is up and the tunnel too, the kept conditions are put
+// back within a watch round (200 ms), and the consumer's resync re-applies them as they are.
 //
 // Thread-safe: counters() from any thread while serve() runs.
 
@@ -88,6 +91,10 @@ struct StreamServerOptions {
   // A consumer with no stream for this long gets the endpoints it reflected marked not
   // ready (makeProviderStreamHandler). 0: deadAfter (5 x keepaliveInterval, at least 3 s).
   std::chrono::milliseconds unreachableGrace{0};
+  // True while this provider's tunnel to consumer `consumerId` is down after having been up
+  // (peering::NetworkState::tunnelLost): its endpoints are held not ready as for a stream
+  // down past the grace. Thread-safe, must not block. Optional: the stream alone counts.
+  std::function<bool(const std::string& consumerId)> consumerTunnelDown;
 };
 
 class StreamServer {

@@ -6,10 +6,13 @@
 //    remapped addresses (the consumer's pod CIDR as the provider sees it), and an offloaded
 //    Pod reaches it at http://db.<its namespace>.svc.cluster.local;
 //  - a home Pod reaches http://api.demo.svc.cluster.local, whose Pods all run in the cloud;
-//  - Service web with replicas at home and in the cloud answers from both; during a cut of
-//    the tunnel (its UDP path dropped on the host) the consumer's slices mark the offloaded
-//    replicas not ready and every answer comes from a home replica; after the heal both
-//    answer again.
+//  - Service web with replicas at home and in the cloud answers from both, asked from home
+//    and from an offloaded Pod; during a cut of the tunnel (its UDP path dropped on the host)
+//    the consumer's slices mark the offloaded replicas not ready and every answer at home
+//    comes from a home replica, while the provider's slices mark the home replicas not ready
+//    (its own view of the tunnel; the reflection stream stays up) and every answer in the
+//    cloud comes from a cloud replica; after the heal both sides' slices are ready again
+//    and both kinds of replica answer on both sides.
 // Timings are measured and printed with the load average.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -218,8 +221,37 @@ TEST_F(ServiceTrafficTest, ServicesAnswerAcrossTheTunnelAndAvoidItWhileItIsCut) 
   }, 60s, 1s))
       << json(answers).dump() << diagnostics();
 
+  // web answers an offloaded Pod from home and from the cloud too.
+  const std::string webThereUrl = "http://web." + remoteNs + ".svc.cluster.local/hostname";
+  EXPECT_TRUE(waitFor([&] {
+    answers = ask(cloud, remoteNs, apiPod, webThereUrl, 20);
+    split = sources(answers);
+    return answers.size() == 20 && split.first > 0 && split.second > 0 &&
+           split.first + split.second == 20;
+  }, 60s, 1s))
+      << webThereUrl << " from " << apiPod << ": " << json(answers).dump() << diagnostics();
+  // The home replicas of web in the provider's view (remapped addresses).
+  std::set<std::string> webHomeThere;
+  for (const auto& [name, ip] : webHome) webHomeThere.insert(translate(ip, kPodCidr, homeSeenThere));
+  // The provider's slices of web: home replicas ready (want true) or not ready (false), the
+  // cloud replicas ready in both cases.
+  std::map<std::string, bool> cloudWeb;
+  auto providerWebIs = [&](bool homeReady) {
+    cloudWeb = endpoints(cloud, remoteNs, "web");
+    for (const std::string& ip : webHomeThere) {
+      if (!cloudWeb.count(ip) || cloudWeb[ip] != homeReady) return false;
+    }
+    for (const auto& [name, ip] : webCloudRemote) {
+      if (!cloudWeb.count(ip) || !cloudWeb[ip]) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(waitFor([&] { return providerWebIs(true); }, 30s, 250ms))
+      << json(cloudWeb).dump() << " home replicas there " << json(webHomeThere).dump();
+
   // The cut: the consumer's slices of web keep the home replicas ready and mark the offloaded
-  // ones not ready; every request is answered by a home replica.
+  // ones not ready; every request is answered by a home replica. The provider's slices mark
+  // the home replicas not ready; every request from an offloaded Pod is answered in the cloud.
   ASSERT_EQ(cutUdp(), "");
   const auto cutAt = Clock::now();
   std::map<std::string, bool> homeWeb;
@@ -252,6 +284,20 @@ TEST_F(ServiceTrafficTest, ServicesAnswerAcrossTheTunnelAndAvoidItWhileItIsCut) 
                              << json(answers).dump();
   // Nothing was deleted by the cut.
   EXPECT_EQ(readyPods(cloud, remoteNs, "app=web,at=cloud").size(), 2u);
+  // The provider's own view of the tunnel: its slices hold the home replicas not ready
+  // (nothing deleted: each address is still listed) while the reflection stream is up.
+  ASSERT_TRUE(waitFor([&] { return providerWebIs(false); }, 30s, 250ms))
+      << json(cloudWeb).dump() << " home replicas there " << json(webHomeThere).dump()
+      << diagnostics();
+  const double providerNotReadyAfter = secondsSince(cutAt);
+  const json providerRow = statusRow(cloud);
+  EXPECT_EQ(providerRow.value("tunnel", ""), "False") << providerRow.dump();
+  std::this_thread::sleep_for(1s);  // the provider's Service rules follow its slices
+  answers = ask(cloud, remoteNs, apiPod, webThereUrl, 20);
+  split = sources(answers);
+  EXPECT_EQ(answers.size(), 20u) << json(answers).dump();
+  EXPECT_EQ(split.second, 20) << "during the cut only cloud replicas answer an offloaded Pod: "
+                              << json(answers).dump() << diagnostics();
 
   // The heal: the offloaded replicas ready again, and both sides answer.
   healUdp();
@@ -265,6 +311,20 @@ TEST_F(ServiceTrafficTest, ServicesAnswerAcrossTheTunnelAndAvoidItWhileItIsCut) 
   }, 60s, 250ms))
       << json(homeWeb).dump() << diagnostics();
   const double readyAfter = secondsSince(healAt);
+  // The provider's slices: the home replicas ready again once its tunnel is Up, within 2 s
+  // of it (the watch round and the tunnel status poll); allowed 5 s on a loaded machine.
+  double providerTunnelUpAt = -1, providerReadyAt = -1;
+  ASSERT_TRUE(waitFor([&] {
+    if (providerTunnelUpAt < 0 && statusRow(cloud).value("tunnel", "") == "True") {
+      providerTunnelUpAt = secondsSince(healAt);
+    }
+    if (providerReadyAt < 0 && providerWebIs(true)) providerReadyAt = secondsSince(healAt);
+    return providerTunnelUpAt >= 0 && providerReadyAt >= 0;
+  }, 60s, 100ms))
+      << json(cloudWeb).dump() << " tunnel up after " << providerTunnelUpAt << diagnostics();
+  EXPECT_LT(providerReadyAt - providerTunnelUpAt, 5.0)
+      << "home replicas ready in the provider " << providerReadyAt << " s after the heal, its "
+      << "tunnel Up after " << providerTunnelUpAt << " s";
   EXPECT_TRUE(waitFor([&] {
     answers = ask(home, "local", "client", webUrl, 20);
     split = sources(answers);
@@ -272,9 +332,19 @@ TEST_F(ServiceTrafficTest, ServicesAnswerAcrossTheTunnelAndAvoidItWhileItIsCut) 
            split.first + split.second == 20;
   }, 60s, 1s))
       << json(answers).dump() << diagnostics();
+  EXPECT_TRUE(waitFor([&] {
+    answers = ask(cloud, remoteNs, apiPod, webThereUrl, 20);
+    split = sources(answers);
+    return answers.size() == 20 && split.first > 0 && split.second > 0 &&
+           split.first + split.second == 20;
+  }, 60s, 1s))
+      << webThereUrl << ": " << json(answers).dump() << diagnostics();
   std::printf("figure: tunnel cut -> offloaded web replicas not ready in home's slices after "
-              "%.2fs; heal -> ready again after %.2fs (load %s)\n",
-              notReadyAfter, readyAfter, loadAverage().c_str());
+              "%.2fs, home replicas not ready in the provider's after %.2fs; heal -> ready "
+              "again at home after %.2fs, provider tunnel Up after %.2fs and home replicas "
+              "ready there after %.2fs (load %s)\n",
+              notReadyAfter, providerNotReadyAfter, readyAfter, providerTunnelUpAt,
+              providerReadyAt, loadAverage().c_str());
 }
 
 }  // namespace

@@ -146,5 +146,30 @@ TEST(NetworkState, PodIpsAreTranslatedOnlyForARemappedRemote) {
   EXPECT_TRUE(off.condition("cloud").up);
 }
 
+TEST(NetworkState, ATunnelIsLostOnlyAfterItWasUp) {
+  NetworkState state(TunnelCondition{false, "TunnelNotConfigured", "no gateway"});
+  EXPECT_FALSE(state.tunnelLost("home"));  // unknown remote
+  state.setCondition("home", {false, "Handshaking", "waiting for the first handshake"});
+  EXPECT_FALSE(state.tunnelLost("home"));  // never up: nothing was lost
+  state.setCondition("home", {false, "HandshakeMissing", "no handshake"});
+  EXPECT_FALSE(state.tunnelLost("home"));
+  state.setCondition("home", {true, "TunnelEstablished", "ok"});
+  EXPECT_FALSE(state.tunnelLost("home"));
+  state.setCondition("home", {false, "ProbeUnanswered", "no probe answered"});
+  EXPECT_TRUE(state.tunnelLost("home"));
+  state.setCondition("home", {false, "Handshaking", "renegotiated"});
+  EXPECT_TRUE(state.tunnelLost("home"));  // a renegotiation carries no traffic either
+  state.setCondition("home", {false, "TunnelNotConfigured", "the consumer dropped its gateway"});
+  EXPECT_FALSE(state.tunnelLost("home"));  // no tunnel meant: traffic goes another way
+  state.setCondition("home", {true, "TunnelEstablished", "ok"});
+  EXPECT_FALSE(state.tunnelLost("home"));
+  state.setCondition("home", {false, "HandshakeMissing", "no handshake"});
+  EXPECT_TRUE(state.tunnelLost("home"));
+  state.forget("home");  // unpeered
+  EXPECT_FALSE(state.tunnelLost("home"));
+  state.setCondition("home", {false, "HandshakeMissing", "no handshake"});
+  EXPECT_FALSE(state.tunnelLost("home"));
+}
+
 }  // namespace
 }  // namespace strait::peering

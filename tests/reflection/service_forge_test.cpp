@@ -225,6 +225,44 @@ TEST(EndpointSliceNotReadyTest, ClearsReadyAndServingKeepsTerminating) {
   EXPECT_FALSE(changed);  // already marked: nothing to write
 }
 
+TEST(HoldEndpointSliceTest, KeepsTheConditionsSentAndReleaseRestoresThem) {
+  const json forged = *forgeRemoteEndpointSlice(storedSlice(), kCtx, kVirtual);
+  bool changed = false;
+  json held = holdEndpointSlice(forged, &changed);
+  EXPECT_TRUE(changed);
+  for (const json& e : held["endpoints"]) {
+    EXPECT_EQ(e["conditions"]["ready"], false);
+    EXPECT_EQ(e["conditions"]["serving"], false);
+  }
+  json record = json::parse(
+      held["metadata"]["annotations"][kAnnotationHeldEndpointConditions].get<std::string>());
+  EXPECT_EQ(record["10.244.0.5"], forged["endpoints"][0]["conditions"]);
+  EXPECT_EQ(record["10.244.0.6"], forged["endpoints"][1]["conditions"]);
+  // Held again (the next watch round, or a mark after a stream outage): the record of what
+  // was sent stays, not the not-ready conditions.
+  json again = holdEndpointSlice(held, &changed);
+  EXPECT_FALSE(changed);
+  EXPECT_EQ(again, held);
+
+  json released = releaseEndpointSlice(held, &changed);
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(released, forged);
+  releaseEndpointSlice(released, &changed);
+  EXPECT_FALSE(changed);  // nothing held: nothing to write
+
+  // An endpoint the record does not name keeps its conditions; a record edited into
+  // something else than an object is dropped, the conditions kept.
+  json added = held;
+  added["endpoints"].push_back({{"addresses", {"10.244.0.9"}}, {"conditions", {{"ready", false}}}});
+  EXPECT_EQ(releaseEndpointSlice(added)["endpoints"][2]["conditions"]["ready"], false);
+  json broken = held;
+  broken["metadata"]["annotations"][kAnnotationHeldEndpointConditions] = "[1,";
+  json out = releaseEndpointSlice(broken, &changed);
+  EXPECT_TRUE(changed);
+  EXPECT_FALSE(out["metadata"]["annotations"].contains(kAnnotationHeldEndpointConditions));
+  EXPECT_EQ(out["endpoints"], held["endpoints"]);
+}
+
 TEST(DecideMirrorTest, NeverTouchesWhatIsNotOurs) {
   MirrorInput in;
   in.wanted = true;
