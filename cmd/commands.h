@@ -7,6 +7,7 @@ namespace strait::cmd {
 void addMiniclusterCommand(CLI::App& app);
 void addAgentCommand(CLI::App& app);
 void addPeeringCommands(CLI::App& app);  // token, peer, unpeer, status
+void addPoolCommands(CLI::App& app);  // pool add|resize|remove|list (from addPeeringCommands)
 void addGatewayCommand(CLI::App& app);
 void addFabricCommand(CLI::App& app);  // strait fabric: the per-node routes of the network fabric
 void addOffloadCommands(CLI::App& app);  // offload, unoffload

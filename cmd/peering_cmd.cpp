@@ -11,6 +11,7 @@
 #include "cmd/commands.h"
 #include "kube/validation.h"
 #include "peering/operations.h"
+#include "peering/pool_operations.h"
 
 namespace strait::cmd {
 namespace {
@@ -74,6 +75,7 @@ struct PeerFlags {
   std::string timeout = "60s";
   std::string mode = "push";
   std::vector<std::string> labels;
+  std::vector<std::string> pools;
 };
 
 // The --label KEY=VALUE flags as a map. Error naming the flag value: not KEY=VALUE, an
@@ -138,11 +140,24 @@ int runPeer(const PeerFlags& f) {
   if (!requested.ok()) return usage(requested.error().message);
   auto labels = parseVirtualNodeLabels(f.labels);
   if (!labels.ok()) return usage(labels.error().message);
+  std::vector<peering::PoolSpec> pools;
+  for (const std::string& p : f.pools) {
+    auto pool = peering::parsePoolArg(p);
+    if (!pool.ok()) return usage("--pool: " + pool.error().message);
+    if (pool->requested.empty()) {
+      return usage("--pool " + p + ": no resources (NAME:cpu=4,memory=8Gi,...)");
+    }
+    pools.push_back(std::move(*pool));
+  }
+  if (kube::Status s = peering::validatePools(pools); !s.ok()) {
+    return usage("--pool: " + s.error().message);
+  }
   auto consumer = clientFor(f.kubeconfig);
   if (!consumer.ok()) return fail(consumer.error().message);
   peering::PeerRequest req;
   req.requested = *requested;
   req.virtualNodeLabels = std::move(*labels);
+  req.pools = std::move(pools);
   req.timeout = *timeout;
   req.pull = f.mode == "pull";
   if (!f.remoteKubeconfig.empty()) {
@@ -237,6 +252,9 @@ int runStatus(const StatusFlags& f) {
     std::cout << "no peerings\n";
   } else {
     std::cout << peering::statusTable(*rows);
+    // A peering with pools has one virtual node per pool: a second table.
+    auto pools = peering::poolRows(**client);
+    if (pools.ok() && !pools->empty()) std::cout << "\n" << peering::poolsTable(*pools);
   }
   return 0;
 }
@@ -295,6 +313,12 @@ void addPeeringCommands(CLI::App& app) {
                    "tier=gpu or topology.kubernetes.io/region=eu-west; namespaces may be "
                    "offloaded to the virtual nodes it selects (`strait offload namespace "
                    "--selector`)");
+  peer->add_option("--pool", pf->pools,
+                   "NAME[:RESOURCES][@SELECTOR] (repeatable): instead of one virtual node for "
+                   "the peering, one per pool (strait-<provider>-<NAME>) drawn from the "
+                   "provider nodes whose labels match SELECTOR (KEY=VALUE,...; default any), "
+                   "e.g. gpu:cpu=4,memory=8Gi,nvidia.com/gpu=1@nvidia.com/gpu.present=true; "
+                   "change them later with `strait pool`");
   peer->callback([pf] { setExitCode(runPeer(*pf)); });
 
   auto uf = std::make_shared<UnpeerFlags>();
@@ -315,6 +339,8 @@ void addPeeringCommands(CLI::App& app) {
   status->add_option("-o,--output", sf->output, "table (default) or json")
       ->check(CLI::IsMember({"table", "json"}));
   status->callback([sf] { setExitCode(runStatus(*sf)); });
+
+  addPoolCommands(app);
 }
 
 }  // namespace strait::cmd

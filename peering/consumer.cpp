@@ -12,6 +12,7 @@
 #include "peering/foreign_cluster.h"
 #include "peering/names.h"
 #include "peering/policy.h"
+#include "peering/pools.h"
 #include "peering/pull.h"
 #include "peering/token.h"
 
@@ -53,6 +54,34 @@ VirtualNodeState virtualNodeState(kube::Client& client, const std::string& fcNam
                 (message.empty() ? "" : ": " + message)};
   }
   return {false, "VirtualNodeNotReady", "node " + name + " reports no Ready condition yet"};
+}
+
+// VirtualNodeReady of a peering with pools: every granted pool's node Ready.
+VirtualNodeState poolNodesState(kube::Client& client, const std::string& fcName,
+                                const std::vector<PoolGrant>& pools) {
+  VirtualNodeState all{true, "VirtualNodeReady", ""};
+  int granted = 0;
+  for (const PoolGrant& g : pools) {
+    if (!g.refusedReason.empty()) continue;
+    ++granted;
+    const std::string name = poolNodeName(fcName, g.name);
+    VirtualNodeState one{false, "VirtualNodeNotReady", ""};
+    kube::Result<json> node = client.get(kube::resources::kNodes, "", name);
+    if (!node.ok()) {
+      one = {false, "VirtualNodeAbsent", "no virtual node " + name + " in this cluster"};
+    } else {
+      for (const json& c : node->value("/status/conditions"_json_pointer, json::array())) {
+        if (c.is_object() && c.value("type", "") == "Ready") {
+          one.ready = c.value("status", "") == "True";
+        }
+      }
+      one.message = "node " + name + (one.ready ? " is Ready" : " is not Ready");
+    }
+    if (!one.ready && all.ready) all = {false, one.reason, ""};
+    all.message += (all.message.empty() ? "" : "; ") + one.message;
+  }
+  if (granted == 0) return {false, "NoPoolGranted", "the provider granted none of the pools"};
+  return all;
 }
 
 // The four conditions as one status fragment, keeping transition times from `fc`.
@@ -418,6 +447,15 @@ void ConsumerController::heartbeat(const json& fc, Peering& p,
   if (fc.contains("spec") && fc["spec"].contains("requested")) {
     toProto(fc["spec"]["requested"], req.mutable_requested());
   }
+  kube::Result<std::vector<PoolSpec>> pools = poolsOfForeignCluster(fc);
+  if (pools.ok()) {
+    for (const PoolSpec& pool : *pools) poolToProto(pool, req.add_pools());
+  } else {
+    // `kubectl edit` can write anything: keep the last pools the provider knows.
+    spdlog::warn("event=pools_invalid provider={} error=\"{}\"", p.fcName,
+                 pools.error().message);
+    for (const PoolSpec& pool : p.lastPools) poolToProto(pool, req.add_pools());
+  }
   v1::HeartbeatResponse resp;
   auto timeout = std::min(config_.callTimeout, config_.lostAfter);
   kube::Status s = p.rpc->heartbeat(req, &resp, timeout);
@@ -447,6 +485,29 @@ void ConsumerController::heartbeat(const json& fc, Peering& p,
     status["lastHeartbeatTime"] = rfc3339(done);
     status["certificateNotAfter"] = rfc3339(p.notAfter);
     if (!p.relayEndpoint.empty()) status["relayEndpoint"] = p.relayEndpoint;
+    if (pools.ok()) p.lastPools = *pools;
+    std::vector<PoolGrant> poolGrants;
+    json poolStatus = json::array();
+    for (const v1::PoolGrant& pg : resp.pools()) {
+      PoolGrant g = poolGrantFromProto(pg);
+      const bool granted = g.refusedReason.empty();
+      poolStatus.push_back({{"name", g.name},
+                            {"nodeName", granted ? poolNodeName(p.fcName, g.name) : ""},
+                            {"granted", kube::formatResourceList(g.granted)},
+                            {"used", kube::formatResourceList(g.used)},
+                            {"refusedReason", g.refusedReason},
+                            {"refusedMessage", g.refusedMessage}});
+      poolGrants.push_back(std::move(g));
+    }
+    status["pools"] = poolStatus;
+    if (!poolGrants.empty()) {
+      // The peering's virtual nodes are its pools' (none is named strait-<provider>).
+      status["conditions"] = conditionsFor(fc, true, "CertificateIssued",
+                                           "client certificate signed by the provider CA", true,
+                                           "HeartbeatAnswered", "provider agent is reachable",
+                                           done, poolNodesState(client_, p.fcName, poolGrants),
+                                           tunnel)["conditions"];
+    }
     patchStatus(p.fcName, status);
     const std::string providerId = fc.value("/spec/clusterID"_json_pointer, std::string());
     if (!p.live) {
@@ -455,7 +516,8 @@ void ConsumerController::heartbeat(const json& fc, Peering& p,
       if (config_.network) p.live->setNetwork(&config_.network->state());
     }
     p.live->setRpc(p.rpc);
-    p.live->setHeartbeat(resourcesFromProto(resp.granted()), summaryFromProto(resp.summary()));
+    p.live->setHeartbeat(resourcesFromProto(resp.granted()), summaryFromProto(resp.summary()),
+                         std::move(poolGrants));
     if (!p.announced) {
       p.announced = true;
       spdlog::info("event=peering_up provider={} name={}", providerId, p.fcName);

@@ -29,6 +29,7 @@
 #include "peering/identity.h"
 #include "peering/network.h"
 #include "peering/observer.h"
+#include "peering/pools.h"
 #include "peering/transport.h"
 
 namespace strait::peering {
@@ -79,6 +80,7 @@ class ConsumerController {
     bool connected = false;
     bool revoked = false;
     std::string relayEndpoint;  // pull mode: the link forwarder calls go through
+    std::vector<PoolSpec> lastPools;  // the last valid spec.pools sent
   };
 
   // Where calls to `providerId` go: `endpoint` in push mode, the link forwarder in pull mode.

@@ -10,11 +10,14 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "base/thread_annotations.h"
 #include "peering/network_state.h"
 #include "peering/policy.h"
+#include "peering/pools.h"
 #include "peering/summary.h"
 #include "peering/transport.h"
 
@@ -52,6 +55,20 @@ class LivePeering {
     base::MutexLock l(mu_);
     return summary_;
   }
+  // The pools' grants of the last answered heartbeat (pools.h), in the order the consumer
+  // asked for them; empty for a peering without pools (one virtual node).
+  std::vector<PoolGrant> pools() const {
+    base::MutexLock l(mu_);
+    return pools_;
+  }
+  // One pool's grant; nullopt when the last heartbeat did not carry it.
+  std::optional<PoolGrant> pool(const std::string& name) const {
+    base::MutexLock l(mu_);
+    for (const PoolGrant& g : pools_) {
+      if (g.name == name) return g;
+    }
+    return std::nullopt;
+  }
 
   // The tunnel's condition (TunnelUp) and the provider's pod IP `ip` as this cluster reaches
   // it (network_state.h toLocalView); without a network state: not configured / unchanged.
@@ -73,10 +90,12 @@ class LivePeering {
     base::MutexLock l(mu_);
     rpc_ = std::move(rpc);
   }
-  void setHeartbeat(ResourceMap grant, ProviderSummary summary) {
+  void setHeartbeat(ResourceMap grant, ProviderSummary summary,
+                    std::vector<PoolGrant> pools = {}) {
     base::MutexLock l(mu_);
     grant_ = std::move(grant);
     summary_ = std::move(summary);
+    pools_ = std::move(pools);
   }
 
  private:
@@ -90,6 +109,7 @@ class LivePeering {
   const NetworkState* network_ GUARDED_BY(mu_) = nullptr;  // borrowed; outlives the peering
   ResourceMap grant_ GUARDED_BY(mu_);
   ProviderSummary summary_ GUARDED_BY(mu_);
+  std::vector<PoolGrant> pools_ GUARDED_BY(mu_);
 };
 
 // Implemented above peering/. Both methods are called from the agent's loop thread, in order

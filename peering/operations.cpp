@@ -212,6 +212,17 @@ kube::Result<PeerResult> requestPeering(kube::Client& consumer, const PeerReques
   if (req.pull) fc["spec"]["mode"] = kModePull;
   fc["spec"]["requested"] = kube::formatResourceList(req.requested);
   if (!req.virtualNodeLabels.empty()) fc["spec"]["virtualNodeLabels"] = req.virtualNodeLabels;
+  for (const PoolSpec& p : req.pools) {
+    if (kube::Status bad = validatePoolNodeName(name, p.name); !bad.ok()) {
+      (void)consumer.remove(kube::resources::kSecrets, kSys, tokenSecret);
+      return bad.error();
+    }
+  }
+  if (!req.pools.empty()) {
+    fc["spec"]["pools"] = json::array();
+    for (const PoolSpec& p : req.pools) fc["spec"]["pools"].push_back(poolToJson(p));
+  }
+
   kube::Result<json> created = consumer.create(kForeignClusters, "", fc);
   if (!created.ok()) {
     (void)consumer.remove(kube::resources::kSecrets, kSys, tokenSecret);
@@ -459,6 +470,7 @@ kube::Result<json> peeringStatus(kube::Client& cluster) {
     row["latencyMs"] = fc.value("/status/latencyMs"_json_pointer, json());
     row["granted"] = fc.value("/status/granted"_json_pointer, json::object());
     row["used"] = fc.value("/status/used"_json_pointer, json::object());
+    row["pools"] = fc.value("/status/pools"_json_pointer, json::array());
     row["lastHeartbeatTime"] = fc.value("/status/lastHeartbeatTime"_json_pointer, std::string());
     row["message"] = conditionStatus(fc, "Connected") == "True"
                          ? std::string()

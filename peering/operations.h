@@ -12,6 +12,7 @@
 #include "kube/client.h"
 #include "peering/encoding.h"
 #include "peering/policy.h"
+#include "peering/pools.h"
 #include "peering/pull.h"
 
 namespace strait::peering {
@@ -36,6 +37,9 @@ struct PeerRequest {
   // Extra labels of the provider's virtual node (spec.virtualNodeLabels of the
   // ForeignCluster), e.g. for namespaces offloaded by a selector. Validated by the caller.
   std::map<std::string, std::string> virtualNodeLabels;
+  // The peering's pools (spec.pools, pools.h): one virtual node each instead of one for the
+  // whole peering. Validated by the caller.
+  std::vector<PoolSpec> pools;
 };
 
 struct PeerResult {
@@ -76,7 +80,8 @@ kube::Result<std::vector<std::string>> unpeer(kube::Client& consumer, const Unpe
 // connected, latencyMs, tunnel, granted, used, virtualNodeReady, authenticated, message, and
 // the tunnel's tunnelReason, tunnelMessage, localCIDR, localCIDRSeenThere, remoteCIDR,
 // remoteCIDRSeenHere, remapped, remoteEndpoint, remotePublicKey, latestHandshakeTime, rxBytes,
-// txBytes, tunnelLatencyMs: null when unknown).
+// txBytes, tunnelLatencyMs: null when unknown; pools: status.pools, each pool's name,
+// nodeName, granted, used and refusal).
 kube::Result<nlohmann::json> peeringStatus(kube::Client& cluster);
 // The rows as an aligned text table.
 std::string statusTable(const nlohmann::json& rows);

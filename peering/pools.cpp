@@ -113,7 +113,8 @@ kube::Result<PoolSpec> parsePoolArg(const std::string& text) {
     p.requested = std::move(*r);
   }
   p.name = rest;
-  if (kube::Status s = validatePoolName(p.name); !s.ok()) return refuse(s.error().message);
+  if (p.name.empty()) return refuse("pool name is empty (expected NAME[:RESOURCES][@SELECTOR])");
+  if (kube::Status s = validatePoolName(p.name); !s.ok()) return s.error();
   return p;
 }
 

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 #include <set>
 
@@ -22,6 +23,14 @@ using json = nlohmann::json;
 const std::string kSys(kSystemNamespace);
 
 json toJson(const ResourceMap& r) { return kube::formatResourceList(r); }
+
+// The node selector of pool `name` (empty when there is no such pool).
+NodeSelector poolFor(const std::vector<PoolSpec>& pools, const std::string& name) {
+  for (const PoolSpec& p : pools) {
+    if (p.name == name) return p.nodeSelector;
+  }
+  return {};
+}
 
 ResourceMap fromProto(const v1::ResourceList& l) { return resourcesFromProto(l); }
 
@@ -121,8 +130,7 @@ kube::Status ProviderService::checkToken(const std::string& tokenText,
   return kube::Status::OK();
 }
 
-kube::Result<ResourceMap> ProviderService::computeGrant(const std::string& consumerId,
-                                                        const ResourceMap& requested) {
+kube::Result<ResourceMap> ProviderService::currentBudget() {
   ResourceMap free;
   if (config_.policy.explicitBudget.empty() && capacity_.hasSynced()) {
     free = capacity_.freeAllocatable();
@@ -136,12 +144,52 @@ kube::Result<ResourceMap> ProviderService::computeGrant(const std::string& consu
     if (!pods.ok()) return pods.error();
     free = freeAllocatable(nodes->value("items", json::array()), pods->value("items", json::array()));
   }
-  ResourceMap budget = budgetFor(free, config_.policy);
+  return budgetFor(free, config_.policy);
+}
+
+ResourceMap ProviderService::grantedToOthers(const std::string& consumerId) {
   ResourceMap others;
   for (const auto& [id, c] : consumers_) {
     if (id != consumerId) others = addResources(others, c.granted);
   }
-  return grantFor(requested, budget, others, config_.policy);
+  return others;
+}
+
+kube::Result<ResourceMap> ProviderService::computeGrant(const std::string& consumerId,
+                                                        const ResourceMap& requested) {
+  kube::Result<ResourceMap> budget = currentBudget();
+  if (!budget.ok()) return budget.error();
+  return grantFor(requested, *budget, grantedToOthers(consumerId), config_.policy);
+}
+
+ProviderSummary ProviderService::poolSummary(const NodeSelector& selector) {
+  // Pools arrive in heartbeats, after the join started the watches: wait for their first
+  // list rather than answer "no matching node" from an empty cache.
+  if (!capacity_.hasSynced()) (void)capacity_.waitForSync(std::chrono::seconds(2));
+  return capacity_.poolSummary(selector);
+}
+
+kube::Result<std::vector<PoolGrant>> ProviderService::computePoolGrants(
+    const std::string& consumerId, const std::vector<PoolSpec>& pools) {
+  kube::Result<ResourceMap> budget = currentBudget();
+  if (!budget.ok()) return budget.error();
+  return grantPools(pools, *budget, grantedToOthers(consumerId), config_.policy,
+                    [this](const PoolSpec& p) { return poolSummary(p.nodeSelector); });
+}
+
+std::map<std::string, ResourceMap> ProviderService::usedByPool(const std::string& consumerId) {
+  std::map<std::string, ResourceMap> out;
+  kube::ListOptions opts;
+  opts.labelSelector =
+      std::string(kLabelOriginClusterId) + "=" + consumerId + "," + std::string(kLabelPool);
+  kube::Result<json> pods = client_.list(kube::resources::kPods, "", opts);
+  if (!pods.ok()) return out;
+  for (const json& p : pods->value("items", json::array())) {
+    const std::string pool =
+        p.value("/metadata/labels"_json_pointer, json::object()).value(std::string(kLabelPool), "");
+    out[pool] = addResources(out[pool], podRequests(json::array({p})));
+  }
+  return out;
 }
 
 kube::Result<std::string> ProviderService::upsertForeignCluster(const std::string& consumerId,
@@ -318,6 +366,8 @@ kube::Status ProviderService::heartbeat(const Caller& caller, const v1::Heartbea
   }
   for (const char* r : {"cpu", "memory", "pods"}) used.try_emplace(r);  // zero when absent
   ResourceMap requested = fromProto(req.requested());
+  std::vector<PoolSpec> pools;
+  for (const v1::PoolRequest& p : req.pools()) pools.push_back(poolFromProto(p));
   auto now = std::chrono::system_clock::now();
   bool writeStatus = false;
   {
@@ -325,7 +375,37 @@ kube::Status ProviderService::heartbeat(const Caller& caller, const v1::Heartbea
     auto it = consumers_.find(caller.clusterId);
     if (it == consumers_.end()) return makeError(Code::Forbidden, "peering revoked");
     Consumer& cur = it->second;
-    if (!requested.empty() && requested != cur.requested) {
+    const bool poolsChanged = pools != cur.pools;
+    const bool poolRefused =
+        std::any_of(cur.poolGrants.begin(), cur.poolGrants.end(),
+                    [](const PoolGrant& g) { return !g.refusedReason.empty(); });
+    if (!pools.empty() && (poolsChanged || poolRefused)) {
+      // Pools: each its own grant; the peering's grant is their sum. A refused pool is
+      // tried again on every heartbeat (nodes may have come, or grants gone).
+      kube::Result<std::vector<PoolGrant>> g = computePoolGrants(caller.clusterId, pools);
+      if (g.ok()) {
+        if (poolsChanged || *g != cur.poolGrants) writeStatus = true;
+        if (poolsChanged) {
+          spdlog::info("event=pools_granted consumer={} pools={} granted={}", caller.clusterId,
+                       pools.size(), formatResources(sumGranted(*g)));
+        }
+        cur.pools = pools;
+        cur.poolGrants = std::move(*g);
+        cur.granted = sumGranted(cur.poolGrants);
+        if (!requested.empty()) cur.requested = requested;
+      }
+    } else if (pools.empty() && !cur.pools.empty()) {
+      // The last pool went: back to one grant for the whole peering.
+      kube::Result<ResourceMap> g =
+          computeGrant(caller.clusterId, requested.empty() ? cur.requested : requested);
+      if (g.ok()) {
+        cur.pools.clear();
+        cur.poolGrants.clear();
+        if (!requested.empty()) cur.requested = requested;
+        cur.granted = *g;
+        writeStatus = true;
+      }
+    } else if (pools.empty() && !requested.empty() && requested != cur.requested) {
       kube::Result<ResourceMap> g = computeGrant(caller.clusterId, requested);
       if (g.ok()) {
         cur.requested = requested;
@@ -349,9 +429,27 @@ kube::Status ProviderService::heartbeat(const Caller& caller, const v1::Heartbea
   toProto(c.granted, resp->mutable_granted());
   toProto(used, resp->mutable_used());
   summaryToProto(currentSummary(now), resp->mutable_summary());
+  json poolStatus = json::array();
+  if (!c.poolGrants.empty()) {
+    std::map<std::string, ResourceMap> poolUsed = usedByPool(caller.clusterId);
+    for (PoolGrant g : c.poolGrants) {
+      if (g.refusedReason.empty() || g.refusedReason == "NothingToLend") {
+        g.summary = poolSummary(poolFor(c.pools, g.name));  // current free of its nodes
+      }
+      g.used = poolUsed[g.name];
+      for (const char* r : {"cpu", "memory", "pods"}) g.used.try_emplace(r);
+      poolGrantToProto(g, resp->add_pools());
+      poolStatus.push_back({{"name", g.name},
+                            {"granted", toJson(g.granted)},
+                            {"used", toJson(g.used)},
+                            {"refusedReason", g.refusedReason},
+                            {"refusedMessage", g.refusedMessage}});
+    }
+  }
   if (writeStatus) {
     json status = providerConditions(true, "HeartbeatReceived", "consumer agent is reachable",
                                      json(), now, c.lastTunnel);
+    status["pools"] = poolStatus;
     status["granted"] = toJson(c.granted);
     status["used"] = toJson(used);
     status["lastHeartbeatTime"] = rfc3339(now);

@@ -25,6 +25,7 @@
 #include "peering/identity.h"
 #include "peering/network.h"
 #include "peering/policy.h"
+#include "peering/pools.h"
 #include "peering/provider_capacity.h"
 #include "peering/summary.h"
 #include "peering/transport.h"
@@ -125,6 +126,9 @@ class ProviderService final : public PeeringHandler {
     bool connected = true;
     std::string mode;            // push or pull (the ForeignCluster's spec.mode)
     TunnelCondition lastTunnel;  // as last written to the status
+    // The pools of the last heartbeat and their grants (granted above is then their sum).
+    std::vector<PoolSpec> pools;
+    std::vector<PoolGrant> poolGrants;
   };
   // TunnelUp of `consumerId` now (not configured without a NetworkController).
   TunnelCondition tunnelCondition(const std::string& consumerId);
@@ -138,6 +142,17 @@ class ProviderService final : public PeeringHandler {
   // mu_ held, which serializes grant decisions.
   kube::Result<ResourceMap> computeGrant(const std::string& consumerId,
                                          const ResourceMap& requested) REQUIRES(mu_);
+  // The shared budget now and the sum of the grants of every consumer but `consumerId`.
+  kube::Result<ResourceMap> currentBudget() REQUIRES(mu_);
+  ResourceMap grantedToOthers(const std::string& consumerId) REQUIRES(mu_);
+  // Grants for `pools` (pools.h grantPools), each with the summary of its matching nodes.
+  kube::Result<std::vector<PoolGrant>> computePoolGrants(const std::string& consumerId,
+                                                         const std::vector<PoolSpec>& pools)
+      REQUIRES(mu_);
+  // The summary of the nodes `selector` matches (from the capacity watches).
+  ProviderSummary poolSummary(const NodeSelector& selector);
+  // What the consumer's Pods of each pool request (by the kLabelPool label).
+  std::map<std::string, ResourceMap> usedByPool(const std::string& consumerId);
   kube::Result<std::string> upsertForeignCluster(const std::string& consumerId,
                                                  const std::string& consumerName,
                                                  const ResourceMap& requested,

@@ -51,11 +51,7 @@ void ProviderCapacity::slimNode(json& node) {
   const json& m = kube::child(node, "metadata");
   for (const char* k : {"name", "uid", "resourceVersion"}) keep(m, meta, k);
   json labels = json::object();
-  if (m.contains("labels")) {
-    for (const char* k : {"topology.kubernetes.io/region", "topology.kubernetes.io/zone"}) {
-      keep(m["labels"], labels, k);
-    }
-  }
+  if (m.contains("labels") && m["labels"].is_object()) labels = m["labels"];
   meta["labels"] = std::move(labels);
   slim["metadata"] = std::move(meta);
   json spec = json::object();
@@ -188,6 +184,16 @@ ProviderSummary ProviderCapacity::summary() const {
   for (const kube::ObjectPtr& n : nodes) items.push_back(*n);
   base::MutexLock lock(mu_);
   return summarizeProviderUsage(items, usedByNode_);
+}
+
+ProviderSummary ProviderCapacity::poolSummary(const NodeSelector& selector) const {
+  std::vector<kube::ObjectPtr> nodes = nodes_->cache().list();
+  json items = json::array();
+  for (const kube::ObjectPtr& n : nodes) {
+    if (selectorMatches(selector, kube::getLabels(*n))) items.push_back(*n);
+  }
+  base::MutexLock lock(mu_);
+  return summarizePool(items, usedByNode_, selector);
 }
 
 ResourceMap ProviderCapacity::freeAllocatable() const {

@@ -3,8 +3,8 @@
 // listing every Node and Pod for each heartbeat's summary (a LIST of 11,000 Pods, parsed and
 // copied, took the provider agent past 1.6 GB).
 //
-// Two informers with slim caches: a Node keeps only its name, region/zone labels,
-// unschedulable flag, allocatable and Ready condition; a Pod only its key, node, container
+// Two informers with slim caches: a Node keeps only its name, labels (pools select nodes by
+// them), unschedulable flag, allocatable and Ready condition; a Pod only its key, node, container
 // requests and phase (tens of bytes as CBOR). Per Pod the tracker keeps the node it is bound
 // to and what it requests (nothing for a terminal Pod); per node the sum of those requests,
 // updated on each add/update/delete. summary() and freeAllocatable() then cost a walk over the
@@ -24,6 +24,7 @@
 #include "kube/client.h"
 #include "kube/informer.h"
 #include "peering/policy.h"
+#include "peering/pools.h"
 #include "peering/summary.h"
 
 namespace strait::peering {
@@ -46,6 +47,8 @@ class ProviderCapacity {
 
   // summarizeProvider(Nodes, Pods) of the watched cluster.
   ProviderSummary summary() const;
+  // summarizePool(Nodes, Pods, selector) of the watched cluster (pools.h).
+  ProviderSummary poolSummary(const NodeSelector& selector) const;
   // peering::freeAllocatable(Nodes, non-terminal Pods) of the watched cluster.
   ResourceMap freeAllocatable() const;
   // Pods tracked (bound to a node), for tests and diagnostics.
