@@ -2,7 +2,8 @@
 // `strait agent` per cluster, `strait peer` in-band, all on this machine, sim runtime).
 //  - fan-out: one consumer peered with --providers providers. Time from the first
 //    `strait peer` (all started at once) until every virtual node is Ready on the consumer;
-//    then the consumer agent's RSS and CPU while idle for --idle-seconds.
+//    then the consumer agent's RSS, CPU and context switches (wake-ups) while idle for
+//    --idle-seconds.
 //  - fan-in: one provider serving --consumers consumers under an explicit --budget, each
 //    consumer asking --request. Time until every peering is answered; the sum of the grants
 //    (the provider's ForeignCluster status, sampled every second from the first peer until
@@ -15,6 +16,8 @@
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -122,19 +125,46 @@ int readyVirtualNodes(kube::Client& c) {
   return ready;
 }
 
+// Context switches of all threads of `pid` (voluntary + involuntary: each one a wake-up of a
+// sleeping thread or a preemption) and the number of threads; {-1, -1} when unreadable.
+std::pair<long, long> contextSwitches(pid_t pid) {
+  std::error_code ec;
+  long switches = 0, threads = 0;
+  for (const auto& task : std::filesystem::directory_iterator(
+           "/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(task.path() / "status");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0 ||
+          line.rfind("nonvoluntary_ctxt_switches:", 0) == 0) {
+        switches += std::stol(line.substr(line.find(':') + 1));
+      }
+    }
+    ++threads;
+  }
+  if (ec) return {-1, -1};
+  return {switches, threads};
+}
+
 struct Idle {
-  double rssMiB = -1, peakRssMiB = -1, cpuPercent = -1;
+  double rssMiB = -1, peakRssMiB = -1, cpuPercent = -1, switchesPerSecond = -1;
+  long threads = -1;
 };
-// RSS and CPU of `pid` over `seconds`; `each` runs every second meanwhile.
+// RSS, CPU and context switches of `pid` over `seconds`; `each` runs every second meanwhile.
 Idle idleFor(pid_t pid, int seconds, const std::function<void()>& each) {
   const double c0 = bench::cpuSeconds(pid);
+  const long s0 = contextSwitches(pid).first;
   const auto t0 = Clock::now();
   for (int i = 0; i < seconds; ++i) {
     std::this_thread::sleep_until(t0 + std::chrono::seconds(i + 1));
     if (each) each();
   }
   Idle out;
-  out.cpuPercent = (bench::cpuSeconds(pid) - c0) / (bench::msBetween(t0, Clock::now()) / 1000) * 100;
+  const double elapsedS = bench::msBetween(t0, Clock::now()) / 1000;
+  out.cpuPercent = (bench::cpuSeconds(pid) - c0) / elapsedS * 100;
+  const auto [s1, threads] = contextSwitches(pid);
+  out.switchesPerSecond = (s1 - s0) / elapsedS;
+  out.threads = threads;
   out.rssMiB = bench::procStatusKiB(pid, "VmRSS") / 1024.0;
   out.peakRssMiB = bench::procStatusKiB(pid, "VmHWM") / 1024.0;
   return out;
@@ -213,6 +243,8 @@ int fanOut(const Flags& f) {
             {"rss_aim_mib", "<= 300"},
             {"consumer_agent_idle_cpu_percent", idle.cpuPercent},
             {"idle_cpu_aim_percent", "<= 5"},
+            {"consumer_agent_idle_switches_per_s", idle.switchesPerSecond},
+            {"consumer_agent_threads", idle.threads},
             {"idle_seconds", f.idleSeconds},
             {"load_before", load0},
             {"load_after", bench::loadavg()}});
@@ -300,6 +332,8 @@ int fanIn(const Flags& f) {
             {"rss_aim_mib", "<= 300"},
             {"provider_agent_idle_cpu_percent", idle.cpuPercent},
             {"idle_cpu_aim_percent", "<= 5"},
+            {"provider_agent_idle_switches_per_s", idle.switchesPerSecond},
+            {"provider_agent_threads", idle.threads},
             {"idle_seconds", f.idleSeconds},
             {"load_before", load0},
             {"load_after", bench::loadavg()}});

@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "peering/foreign_cluster.h"
@@ -255,7 +256,15 @@ kube::Status Agent::start() {
     }
     cv_.notify_all();
   };
-  foreignClusters_->addHandlers({wake, nullptr, wake});  // not updates: our status writes
+  // Updates only when the spec or the deletion changed, not for the status writes.
+  auto wakeOnSpec = [wake](const kube::ObjectPtr& before, const kube::ObjectPtr& after) {
+    auto differs = [&](const char* field) {
+      return before->value("/metadata"_json_pointer / field, json()) !=
+             after->value("/metadata"_json_pointer / field, json());
+    };
+    if (differs("generation") || differs("deletionTimestamp")) wake(after);
+  };
+  foreignClusters_->addHandlers({wake, wakeOnSpec, wake});
   foreignClusters_->start();
   if (!foreignClusters_->waitForSync(std::chrono::seconds(30))) {
     return kube::makeError(Code::ServerTimeout, "agent: ForeignCluster informer did not sync");
@@ -282,19 +291,27 @@ kube::Status Agent::authorizeConsumer(const Caller& caller) {
 }
 
 void Agent::loop() {
+  // Event-driven: a pass when the consumer says one is due (its next heartbeat, renewal or
+  // retry) or a ForeignCluster came, went or changed its spec; at least one per heartbeat
+  // interval.
+  const auto longest = std::max(config_.loopInterval, config_.consumer.heartbeatInterval);
   base::UniqueLock lock(mu_);
   while (!stopping_) {
     lock.unlock();
     auto now = std::chrono::system_clock::now();
+    auto wait = config_.loopInterval;
     // Objects read from the API server are checked, but a field of an unexpected JSON type
     // must not end the agent: log and carry on with the next pass.
     try {
-      consumer_->tick(now);
+      const auto next = consumer_->tick(now, config_.loopInterval);
+      wait = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(
+                            next - std::chrono::system_clock::now()),
+                        std::chrono::milliseconds(0), longest);
     } catch (const std::exception& e) {
       spdlog::error("event=loop_exception error=\"{}\"", e.what());
     }
     lock.lock();
-    const auto deadline = std::chrono::steady_clock::now() + config_.loopInterval;
+    const auto deadline = std::chrono::steady_clock::now() + wait;
     while (!stopping_ && !wake_) {
       if (cv_.wait_until(lock, deadline) == std::cv_status::timeout) break;
     }

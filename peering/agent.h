@@ -46,6 +46,8 @@ struct AgentConfig {
   ConsumerConfig consumer;
   // The tunnel of every peering (network.h); gateway off by default.
   NetworkConfig network;
+  // The provider loop's period; the consumer loop runs when a pass is due (consumer.h) and
+  // polls at this period only while a pull-mode peering waits for its link.
   std::chrono::milliseconds loopInterval{100};
   // How often the endpoint ConfigMap and the CRD are checked and restored if they drifted.
   std::chrono::milliseconds ownedResyncInterval{2000};

@@ -22,6 +22,9 @@ namespace {
 using json = nlohmann::json;
 using kube::Code;
 const std::string kSys(kSystemNamespace);
+// How long an unchanged status (only lastHeartbeatTime and latencyMs would differ) goes
+// without a write, as on the provider side.
+constexpr std::chrono::seconds kStatusRefresh(10);
 
 std::string dataField(const json& secret, const char* key) {
   auto it = secret.find("data");
@@ -174,13 +177,17 @@ kube::Result<std::string> ConsumerController::dialAddress(const std::string& pro
   return config_.pullEndpoint(providerId);
 }
 
-void ConsumerController::tick(std::chrono::system_clock::time_point now) {
+std::chrono::system_clock::time_point ConsumerController::tick(
+    std::chrono::system_clock::time_point now, std::chrono::milliseconds pollInterval) {
   deliverRevocations(now);
+  // When the next pass is due: the earliest of what each peering waits for.
+  std::chrono::system_clock::time_point next = lastRevocationAttempt_ + config_.heartbeatInterval;
+  auto dueAt = [&](std::chrono::system_clock::time_point t) { next = std::min(next, t); };
   kube::Result<json> list = config_.listForeignClusters ? config_.listForeignClusters()
                                                         : client_.list(kForeignClusters, "");
   if (!list.ok()) {
     spdlog::warn("event=foreigncluster_list_failed error=\"{}\"", list.error().message);
-    return;
+    return now + pollInterval;
   }
   std::set<std::string> seen;
   std::set<std::string> pull = pullRevocations_;
@@ -209,6 +216,7 @@ void ConsumerController::tick(std::chrono::system_clock::time_point now) {
           status["joinTokenRef"] = fc.value("/spec/tokenSecretRef"_json_pointer, std::string());
           patchStatus(fcName, status);
         }
+        dueAt(now + pollInterval);  // the link comes up without an event here
         continue;
       } else {
         const std::string attempt =
@@ -216,9 +224,13 @@ void ConsumerController::tick(std::chrono::system_clock::time_point now) {
             fc.value("/spec/tokenSecretRef"_json_pointer, std::string());
         JoinBackoff& b = joinBackoff_[providerId];
         if (b.attempt != attempt) b = JoinBackoff{attempt, {}, {}};
-        if (now < b.next) continue;
+        if (now < b.next) {
+          dueAt(b.next);
+          continue;
+        }
         if (join(fc, now)) {
           joinBackoff_.erase(providerId);
+          dueAt(now);  // the next pass loads the credential and heartbeats
         } else {
           using std::chrono::milliseconds;
           b.delay = b.delay.count() == 0 ? milliseconds(100)
@@ -227,15 +239,22 @@ void ConsumerController::tick(std::chrono::system_clock::time_point now) {
           std::uniform_real_distribution<double> jitter(0.8, 1.2);
           b.next = now + std::chrono::duration_cast<std::chrono::system_clock::duration>(
                              b.delay * jitter(rng));
+          dueAt(b.next);
         }
         continue;
       }
     }
     Peering& p = it->second;
-    if (now - p.lastAttempt >= config_.heartbeatInterval) heartbeat(fc, p, now);
-    if (!p.revoked && p.notAfter > p.issuedAt &&
-        now >= p.issuedAt + (p.notAfter - p.issuedAt) * 2 / 3) {
-      renew(providerId, p, now);
+    if (now - p.lastAttempt >= config_.heartbeatInterval - config_.heartbeatInterval / 4) {
+      heartbeat(fc, p, now);
+    }
+    dueAt(p.lastAttempt + config_.heartbeatInterval);
+    auto renewAt = [&p] { return p.issuedAt + (p.notAfter - p.issuedAt) * 2 / 3; };
+    if (!p.revoked && p.notAfter > p.issuedAt) {
+      if (now >= renewAt()) renew(providerId, p, now);
+      // Due again at two thirds of the new certificate's life, or, when the renewal
+      // failed, a heartbeat interval later.
+      dueAt(renewAt() > now ? renewAt() : now + config_.heartbeatInterval);
     }
   }
   for (auto it = peerings_.begin(); it != peerings_.end();) {
@@ -254,6 +273,7 @@ void ConsumerController::tick(std::chrono::system_clock::time_point now) {
     it = seen.count(*it) ? std::next(it) : waitingNoted_.erase(it);
   }
   if (config_.pullRetain) config_.pullRetain(pull);
+  return next;
 }
 
 void ConsumerController::announceDown(const std::string& providerId, Peering& p) {
@@ -479,10 +499,8 @@ void ConsumerController::heartbeat(const json& fc, Peering& p,
                                 "client certificate signed by the provider CA", true,
                                 "HeartbeatAnswered", "provider agent is reachable", done,
                                 virtualNodeState(client_, p.fcName), tunnel);
-    status["latencyMs"] = std::round(latencyMs * 100) / 100;
     status["granted"] = fromProto(resp.granted());
     status["used"] = fromProto(resp.used());
-    status["lastHeartbeatTime"] = rfc3339(done);
     status["certificateNotAfter"] = rfc3339(p.notAfter);
     if (!p.relayEndpoint.empty()) status["relayEndpoint"] = p.relayEndpoint;
     if (pools.ok()) p.lastPools = *pools;
@@ -508,7 +526,16 @@ void ConsumerController::heartbeat(const json& fc, Peering& p,
                                            done, poolNodesState(client_, p.fcName, poolGrants),
                                            tunnel)["conditions"];
     }
-    patchStatus(p.fcName, status);
+    // Written when something but the clock fields changed (a condition, the grant, the
+    // usage), else every kStatusRefresh: one write per peering per second was most of an
+    // idle agent's API traffic.
+    if (reconnected || status != p.lastStatus || done - p.lastStatusWrite >= kStatusRefresh) {
+      p.lastStatus = status;
+      p.lastStatusWrite = done;
+      status["latencyMs"] = std::round(latencyMs * 100) / 100;
+      status["lastHeartbeatTime"] = rfc3339(done);
+      patchStatus(p.fcName, status);
+    }
     const std::string providerId = fc.value("/spec/clusterID"_json_pointer, std::string());
     if (!p.live) {
       p.live = std::make_shared<LivePeering>(identity_.clusterId, providerId, p.fcName,

@@ -8,8 +8,10 @@
 //     jittered exponential backoff (100 ms doubling to 30 s), and its condition names the
 //     token Secret it used (status.joinTokenRef) so that `strait peer` reads only its own;
 //   - heartbeats every `heartbeatInterval` over mTLS and records Connected, latency, granted
-//     and used resources in the ForeignCluster status; after `lostAfter` without an answer
-//     Connected turns False (that is "noticing a lost peer");
+//     and used resources in the ForeignCluster status (written when a condition, the grant
+//     or the usage changed, else every 10 s, so lastHeartbeatTime and latencyMs may be that
+//     old); after `lostAfter` without an answer Connected turns False (that is "noticing a
+//     lost peer");
 //   - renews the client certificate when two thirds of its lifetime have passed;
 //   - delivers revocations left by `strait unpeer --force` while the provider was away;
 //   - keeps the grant and provider summary of the last heartbeat in a LivePeering and
@@ -63,8 +65,14 @@ class ConsumerController {
   ~ConsumerController();
 
   // One reconcile pass over every ForeignCluster with role Provider. Logs failures; never
-  // throws. Blocks for at most a few call timeouts.
-  void tick(std::chrono::system_clock::time_point now);
+  // throws. Blocks for at most a few call timeouts. Returns when the next pass is due (the
+  // earliest heartbeat, renewal, join retry or revocation scan; a pull-mode peering waiting
+  // for its link asks for `pollInterval`); a pass earlier than that is harmless (what is not
+  // due is skipped). Heartbeats due within a quarter interval are sent together, so that
+  // the peerings' heartbeats settle into a few passes per interval.
+  std::chrono::system_clock::time_point tick(std::chrono::system_clock::time_point now,
+                                             std::chrono::milliseconds pollInterval =
+                                                 std::chrono::milliseconds(100));
 
  private:
   struct Peering {
@@ -81,6 +89,11 @@ class ConsumerController {
     bool revoked = false;
     std::string relayEndpoint;  // pull mode: the link forwarder calls go through
     std::vector<PoolSpec> lastPools;  // the last valid spec.pools sent
+    // The last status written after an answered heartbeat, without its clock fields
+    // (lastHeartbeatTime, latencyMs), and when: an unchanged status is written again only
+    // after kStatusRefresh.
+    nlohmann::json lastStatus;
+    std::chrono::system_clock::time_point lastStatusWrite;
   };
 
   // Where calls to `providerId` go: `endpoint` in push mode, the link forwarder in pull mode.

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "base/thread_annotations.h"
+#include "peering/grpc_compression.h"
 #include "peering/grpc_kubelet.h"
 #include "peering/grpc_status.h"
 #include "peering/transport.h"
@@ -52,7 +53,7 @@ class ClientEventStream final : public EventStream {
   bool write(const v1::ReflectionEvent& e) override {
     base::MutexLock lock(writeMu_);
     if (cancelled_.load()) return false;
-    return rw_->Write(e);
+    return rw_->Write(e, reflectionWriteOptions(e));
   }
   void cancel() override {
     cancelled_ = true;

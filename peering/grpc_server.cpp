@@ -20,6 +20,7 @@
 
 #include "base/thread_annotations.h"
 #include "peering/grpc_auth.h"
+#include "peering/grpc_compression.h"
 #include "peering/grpc_kubelet.h"
 #include "peering/grpc_status.h"
 #include "peering/transport.h"
@@ -46,7 +47,7 @@ class ServerEventStream final : public EventStream {
   bool write(const v1::ReflectionEvent& e) override {
     base::MutexLock lock(writeMu_);
     if (cancelled_.load()) return false;
-    return rw_->Write(e);
+    return rw_->Write(e, reflectionWriteOptions(e));
   }
   void cancel() override {
     cancelled_ = true;
