@@ -31,7 +31,7 @@ using NodeSelector = std::map<std::string, std::string>;
 // On a Pod the consumer reflects for one of its pools (bound to the pool's virtual node): the
 // pool's name. The provider checks that the consumer has that pool and pins the Pod to the
 // pool's nodes itself; it also counts each pool's usage by it.
-inline constexpr std::string_view kLabelPool = "strait.io/pool";
+inline constexpr std::string_view kLabelPool = "strait.io/peering-pool";
 
 struct PoolSpec {
   std::string name;  // DNS label, unique in the peering

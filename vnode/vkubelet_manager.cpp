@@ -43,6 +43,30 @@ void VirtualKubeletManager::peeringUp(std::shared_ptr<peering::LivePeering> peer
     }
   }
   if (previous) previous->stop();
+  std::unique_ptr<PoolNodes> previousPools;
+  {
+    base::MutexLock l(mu_);
+    auto it = pools_.find(id);
+    if (it != pools_.end()) {
+      previousPools = std::move(it->second);
+      pools_.erase(it);
+    }
+  }
+  if (previousPools) previousPools->stop();
+  PoolNodesOptions po;
+  po.peering = peering;
+  po.nodeAddress = templ_.nodeAddress;
+  po.kubeletPort = port;
+  po.taintEffect = templ_.taintEffect;
+  po.pollInterval = templ_.nodePollInterval;
+  po.streamGrace = templ_.streamGrace;
+  auto pools = std::make_unique<PoolNodes>(local_, po);
+  if (kube::Status s = pools->start(); !s.ok()) {
+    spdlog::error("event=pool_nodes_start_failed provider={} error=\"{}\"", id, s.error().message);
+  } else {
+    base::MutexLock l(mu_);
+    if (!stopped_) pools_[id] = std::move(pools);
+  }
   VirtualKubeletOptions o = templ_;
   o.kubeletPort = port;
   o.peering = std::move(peering);
@@ -60,9 +84,21 @@ void VirtualKubeletManager::peeringUp(std::shared_ptr<peering::LivePeering> peer
 
 void VirtualKubeletManager::peeringDown(const std::string& providerId) {
   std::unique_ptr<VirtualKubelet> vk;
+  std::unique_ptr<PoolNodes> pools;
   {
     base::MutexLock l(mu_);
     ports_.erase(providerId);
+    if (auto p = pools_.find(providerId); p != pools_.end()) {
+      pools = std::move(p->second);
+      pools_.erase(p);
+    }
+  }
+  if (pools) {
+    pools->stop();
+    pools->removeNodes();
+  }
+  {
+    base::MutexLock l(mu_);
     auto it = kubelets_.find(providerId);
     if (it == kubelets_.end()) return;
     vk = std::move(it->second);
@@ -75,11 +111,14 @@ void VirtualKubeletManager::peeringDown(const std::string& providerId) {
 
 void VirtualKubeletManager::stop() {
   std::map<std::string, std::unique_ptr<VirtualKubelet>> all;
+  std::map<std::string, std::unique_ptr<PoolNodes>> pools;
   {
     base::MutexLock l(mu_);
     stopped_ = true;
     all.swap(kubelets_);
+    pools.swap(pools_);
   }
+  for (auto& [id, p] : pools) p->stop();
   for (auto& [id, vk] : all) vk->stop();
 }
 
@@ -87,6 +126,9 @@ std::vector<std::string> VirtualKubeletManager::nodeNames() const {
   base::MutexLock l(mu_);
   std::vector<std::string> out;
   for (const auto& [id, vk] : kubelets_) out.push_back(vk->nodeName());
+  for (const auto& [id, p] : pools_) {
+    for (std::string& n : p->nodeNames()) out.push_back(std::move(n));
+  }
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // One VirtualKubelet per usable peering: the consumer agent's PeeringObserver
-// (peering/observer.h), set by cmd/agent_cmd.cpp. peeringUp starts a virtual kubelet for the
+// (peering/observer.h), set by cmd/agent_cmd.cpp. Beside it, the peering's pool nodes
+// (pool_nodes.h), started and ended with it. peeringUp starts a virtual kubelet for the
 // provider (replacing one left from an earlier peering with it), peeringDown stops it and
 // deletes its Node (the peering is over; stop() on agent shutdown keeps the Nodes).
 // With a fixed --kubelet-port P, the virtual nodes listen on P, P+1, ... (the lowest port no
@@ -20,6 +21,7 @@
 #include "base/thread_annotations.h"
 #include "kube/client.h"
 #include "peering/observer.h"
+#include "vnode/pool_nodes.h"
 #include "vnode/virtual_kubelet.h"
 
 namespace strait::vnode {
@@ -40,7 +42,7 @@ class VirtualKubeletManager final : public peering::PeeringObserver {
 
   // Stops every virtual kubelet. Idempotent; later peeringUp calls are ignored.
   void stop();
-  // Names of the running virtual nodes, sorted.
+  // Names of the running virtual nodes (pool nodes included), sorted.
   std::vector<std::string> nodeNames() const;
 
  private:
@@ -49,6 +51,8 @@ class VirtualKubeletManager final : public peering::PeeringObserver {
   mutable base::Mutex mu_;
   // By provider ID.
   std::map<std::string, std::unique_ptr<VirtualKubelet>> kubelets_ GUARDED_BY(mu_);
+  // By provider ID: the pool nodes of the peering.
+  std::map<std::string, std::unique_ptr<PoolNodes>> pools_ GUARDED_BY(mu_);
   // Kubelet port by provider ID, while peered.
   std::map<std::string, int> ports_ GUARDED_BY(mu_);
   bool stopped_ GUARDED_BY(mu_) = false;

@@ -1,0 +1,215 @@
+// Pools (several virtual nodes per peering) with real processes and real kubectl: two
+// `strait minicluster`s, "home" and "cloud" (two general nodes of 8 CPUs, two GPU nodes of 4
+// CPUs labelled strait.io/test-gpu=true and nvidia.com/gpu.product=A100 advertising 2
+// nvidia.com/gpu each), a `strait agent` on each, `strait peer --pool general:... --pool
+// gpu:...@strait.io/test-gpu=true`, then:
+//  - two virtual nodes strait-cloud-general and strait-cloud-gpu, each with its pool's
+//    capacity, the GPU node with the GPU nodes' uniform labels, the general one without;
+//  - `strait pool list -o json` and `strait status -o json` list both pools as granted;
+//  - `strait pool resize` changes the pool node's capacity in seconds;
+//  - `strait pool remove` is refused while a Pod is bound to the pool's node, `--drain`
+//    evicts it (Eviction API) and removes the pool and its node;
+//  - bad pool arguments are refused with a message naming them.
+// ctest runs each test in a process of its own, with fresh clusters.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "e2e/offload_fixture.h"
+
+namespace strait::e2e {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr const char* kGpuNode = "strait-cloud-gpu";
+constexpr const char* kGeneralNode = "strait-cloud-general";
+
+class OffloadPoolsTest : public OffloadSuite {
+ public:
+  static void SetUpTestSuite() {
+    static TempDir dir("strait-pools");
+    const std::string pools = dir.file("cloud-pools.yaml");
+    std::ofstream(pools) << R"(pools:
+- name: general
+  count: 2
+  capacity: {cpu: "8", memory: 16Gi, pods: "110"}
+  labels: {strait.io/test-tier: general}
+- name: gpu
+  count: 2
+  capacity: {cpu: "4", memory: 16Gi, pods: "110", nvidia.com/gpu: "2"}
+  labels: {strait.io/test-gpu: "true", nvidia.com/gpu.product: A100}
+)";
+    OffloadSetup s;
+    s.homeArgs = {"--nodes", "1", "--node-cpu", "2", "--node-memory", "8Gi"};
+    s.cloudArgs = {"--node-pools", pools};
+    s.peerArgs = {"--cpu", "2", "--memory", "4Gi", "--pods", "20",
+                  "--pool", "general:cpu=4,memory=8Gi,pods=20@strait.io/test-tier=general",
+                  "--pool", "gpu:cpu=2,memory=4Gi,pods=10,nvidia.com/gpu=1@strait.io/test-gpu=true"};
+    s.namespaces = {};
+    startAll(s);
+  }
+  static void TearDownTestSuite() { stopAll(); }
+
+ protected:
+  // The node's allocatable `resource`, "" when the node or the resource is absent.
+  std::string allocatable(const std::string& node, const std::string& resource) {
+    json n = getJson(*home_, {"get", "node", node});
+    if (!n.is_object()) return "";
+    return n.value("/status/allocatable"_json_pointer, json::object()).value(resource, "");
+  }
+  json labelsOf(const std::string& node) {
+    json n = getJson(*home_, {"get", "node", node});
+    return n.is_object() ? n.value("/metadata/labels"_json_pointer, json::object()) : json();
+  }
+};
+
+TEST_F(OffloadPoolsTest, EachPoolIsAVirtualNodeWithItsCapacityAndLabels) {
+  ASSERT_TRUE(waitFor([&] { return allocatable(kGpuNode, "nvidia.com/gpu") == "1"; }, 30s))
+      << kubectl(*home_, {"get", "nodes", "-o", "wide"}).describe() << agentLogs();
+  EXPECT_EQ(allocatable(kGpuNode, "cpu"), "2");
+  EXPECT_EQ(allocatable(kGpuNode, "memory"), "4Gi");
+  EXPECT_EQ(allocatable(kGpuNode, "pods"), "10");
+  ASSERT_TRUE(waitFor([&] { return allocatable(kGeneralNode, "cpu") == "4"; }, 30s))
+      << agentLogs();
+  EXPECT_EQ(allocatable(kGeneralNode, "memory"), "8Gi");
+  EXPECT_EQ(allocatable(kGeneralNode, "nvidia.com/gpu"), "");  // its nodes have none
+
+  json gpu = labelsOf(kGpuNode);
+  EXPECT_EQ(gpu.value("nvidia.com/gpu.product", ""), "A100") << gpu.dump();
+  EXPECT_EQ(gpu.value("strait.io/test-gpu", ""), "true");
+  EXPECT_EQ(gpu.value("strait.io/peering-pool", ""), "gpu");
+  EXPECT_EQ(gpu.value("type", ""), "virtual-kubelet");
+  EXPECT_EQ(gpu.value("kubernetes.io/hostname", ""), kGpuNode);
+  json general = labelsOf(kGeneralNode);
+  EXPECT_FALSE(general.contains("nvidia.com/gpu.product")) << general.dump();
+  EXPECT_EQ(general.value("strait.io/test-tier", ""), "general");
+  json taints = getJson(*home_, {"get", "node", kGpuNode}).value("/spec/taints"_json_pointer,
+                                                                  json::array());
+  bool tainted = false;
+  for (const json& t : taints) {
+    tainted = tainted || t.value("key", "") == "virtual-node.strait.io/not-allowed";
+  }
+  EXPECT_TRUE(tainted) << taints.dump();
+
+  CommandResult list = strait({"pool", "list", "--kubeconfig", home_->kubeconfig(), "-o", "json"});
+  ASSERT_EQ(list.exitCode, 0) << list.describe();
+  json rows = json::parse(list.out);
+  ASSERT_EQ(rows.size(), 2u) << list.out;
+  for (const json& r : rows) {
+    EXPECT_EQ(r.value("state", ""), "Granted") << r.dump();
+    EXPECT_EQ(r.value("node", ""), "strait-cloud-" + r.value("pool", "")) << r.dump();
+  }
+  CommandResult status = strait({"status", "--kubeconfig", home_->kubeconfig(), "-o", "json"});
+  ASSERT_EQ(status.exitCode, 0) << status.describe();
+  json st = json::parse(status.out);
+  ASSERT_EQ(st.size(), 1u);
+  ASSERT_EQ(st[0]["pools"].size(), 2u) << status.out;
+  EXPECT_EQ(st[0]["pools"][1]["nodeName"], kGpuNode);
+  EXPECT_EQ(st[0]["pools"][1]["granted"]["nvidia.com/gpu"], "1");
+  CommandResult table = strait({"status", "--kubeconfig", home_->kubeconfig()});
+  EXPECT_NE(table.out.find(kGpuNode), std::string::npos) << table.out;
+
+  // The provider lists the consumer's pools too.
+  json fcs = getJson(*cloud_, {"get", "foreignclusters"});
+  ASSERT_TRUE(fcs.is_object());
+  ASSERT_EQ(fcs["items"].size(), 1u);
+  EXPECT_EQ(fcs["items"][0].value("/status/pools"_json_pointer, json::array()).size(), 2u)
+      << fcs.dump();
+}
+
+TEST_F(OffloadPoolsTest, ResizeChangesTheNodeCapacityInSeconds) {
+  ASSERT_TRUE(waitFor([&] { return allocatable(kGpuNode, "cpu") == "2"; }, 30s)) << agentLogs();
+  auto start = std::chrono::steady_clock::now();
+  CommandResult r = strait({"pool", "resize", "cloud", "gpu:cpu=3", "--kubeconfig",
+                            home_->kubeconfig()});
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_NE(r.out.find("cpu=3"), std::string::npos) << r.out;
+  ASSERT_TRUE(waitFor([&] { return allocatable(kGpuNode, "cpu") == "3"; }, 20s)) << agentLogs();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "pool resize -> node capacity: " << seconds << " s\n";
+  EXPECT_LT(seconds, 5.0);
+  EXPECT_EQ(allocatable(kGpuNode, "nvidia.com/gpu"), "1");  // the others kept
+  EXPECT_EQ(allocatable(kGeneralNode, "cpu"), "4");         // the other pool untouched
+
+  CommandResult missing = strait({"pool", "resize", "cloud", "tpu:cpu=1", "--kubeconfig",
+                                  home_->kubeconfig()});
+  EXPECT_EQ(missing.exitCode, 1) << missing.describe();
+  EXPECT_NE(missing.err.find("has no pool tpu (its pools: general, gpu)"), std::string::npos)
+      << missing.err;
+}
+
+TEST_F(OffloadPoolsTest, RemoveIsRefusedWithPodsUnlessDrained) {
+  ASSERT_TRUE(waitFor([&] { return allocatable(kGpuNode, "cpu") == "2"; }, 30s)) << agentLogs();
+  ASSERT_EQ(kubectl(*home_, {"create", "namespace", "ml"}).exitCode, 0);
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", "train"}, {"namespace", "ml"}}},
+              {"spec",
+               {{"nodeName", kGpuNode},
+                {"terminationGracePeriodSeconds", 0},
+                {"tolerations",
+                 json::array({{{"key", "virtual-node.strait.io/not-allowed"},
+                               {"operator", "Exists"}}})},
+                {"containers", json::array({{{"name", "c"}, {"image", "busybox"}}})}}}};
+  CommandResult created = kubectl(*home_, {"create", "-f", "-"}, pod.dump());
+  ASSERT_EQ(created.exitCode, 0) << created.describe();
+
+  CommandResult refused = strait({"pool", "remove", "cloud", "gpu", "--kubeconfig",
+                                  home_->kubeconfig()});
+  EXPECT_EQ(refused.exitCode, 1) << refused.describe();
+  EXPECT_NE(refused.err.find("1 pod(s) run on its virtual node strait-cloud-gpu; use --drain"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("ml/train"), std::string::npos) << refused.err;
+  // Nothing changed: the pool and its node stay, the node not cordoned.
+  EXPECT_EQ(allocatable(kGpuNode, "cpu"), "2");
+  EXPECT_FALSE(getJson(*home_, {"get", "node", kGpuNode}).value("/spec/unschedulable"_json_pointer,
+                                                                false));
+
+  CommandResult drained = strait({"pool", "remove", "cloud", "gpu", "--drain", "--timeout", "60s",
+                                  "--kubeconfig", home_->kubeconfig()});
+  ASSERT_EQ(drained.exitCode, 0) << drained.describe();
+  EXPECT_NE(drained.out.find("cordoned node strait-cloud-gpu"), std::string::npos) << drained.out;
+  EXPECT_NE(drained.out.find("drained 1 pod(s)"), std::string::npos) << drained.out;
+  EXPECT_NE(kubectl(*home_, {"get", "pod", "train", "-n", "ml"}).exitCode, 0);
+  EXPECT_TRUE(waitFor([&] { return kubectl(*home_, {"get", "node", kGpuNode}).exitCode != 0; },
+                      20s))
+      << "pool node not deleted" << agentLogs();
+  EXPECT_EQ(allocatable(kGeneralNode, "cpu"), "4");
+  CommandResult list = strait({"pool", "list", "cloud", "--kubeconfig", home_->kubeconfig(),
+                               "-o", "json"});
+  ASSERT_EQ(list.exitCode, 0) << list.describe();
+  EXPECT_EQ(json::parse(list.out).size(), 1u) << list.out;
+}
+
+TEST_F(OffloadPoolsTest, BadPoolArgumentsAreRefusedNamingThem) {
+  struct Case {
+    std::vector<std::string> args;
+    int exit;
+    const char* says;
+  };
+  const std::string kc = home_->kubeconfig();
+  for (const Case& c : std::vector<Case>{
+           {{"pool", "add", "cloud", "GPU:cpu=1", "--kubeconfig", kc}, 2, "not a DNS label"},
+           {{"pool", "add", "cloud", "gpu2", "--kubeconfig", kc}, 2, "no resources"},
+           {{"pool", "add", "cloud", "gpu2:cpu=x", "--kubeconfig", kc}, 2, "resource \"cpu\""},
+           {{"pool", "add", "cloud", "gpu2:cpu=1@zone", "--kubeconfig", kc}, 2,
+            "expected KEY=VALUE"},
+           {{"pool", "add", "cloud", "gpu:cpu=1", "--kubeconfig", kc}, 1,
+            "already has a pool gpu"},
+           {{"pool", "add", "nowhere", "x:cpu=1", "--kubeconfig", kc}, 1, "no peering nowhere"},
+           {{"pool", "remove", "cloud", "tpu", "--kubeconfig", kc}, 1, "has no pool tpu"},
+           {{"pool", "list", "--kubeconfig", kc, "-o", "yaml"}, 2, "yaml"}}) {
+    CommandResult r = strait(c.args);
+    EXPECT_EQ(r.exitCode, c.exit) << r.describe();
+    EXPECT_NE((r.err + r.out).find(c.says), std::string::npos) << r.describe();
+  }
+}
+
+}  // namespace
+}  // namespace strait::e2e
