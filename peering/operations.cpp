@@ -222,7 +222,6 @@ kube::Result<PeerResult> requestPeering(kube::Client& consumer, const PeerReques
     fc["spec"]["pools"] = json::array();
     for (const PoolSpec& p : req.pools) fc["spec"]["pools"].push_back(poolToJson(p));
   }
-
   kube::Result<json> created = consumer.create(kForeignClusters, "", fc);
   if (!created.ok()) {
     (void)consumer.remove(kube::resources::kSecrets, kSys, tokenSecret);
@@ -428,6 +427,12 @@ kube::Result<std::vector<std::string>> unpeer(kube::Client& consumer, const Unpe
   int n = deleteLabelled(consumer, kube::resources::kSecrets, kSys, ownershipSelector(providerId),
                          &error);
   n += deleteLabelled(consumer, kube::resources::kNodes, "", ownershipSelector(providerId), &error);
+  // The Services and EndpointSlices imported from that provider.
+  const std::string imported = std::string(kLabelManagedBy) + "=" +
+                               std::string(kManagedByValue) + "," +
+                               std::string(kLabelImportedFrom) + "=" + providerId;
+  n += deleteLabelled(consumer, kube::resources::kEndpointSlices, "", imported, &error);
+  n += deleteLabelled(consumer, kube::resources::kServices, "", imported, &error);
   if (node.ok()) {
     kube::Result<json> r = consumer.remove(kube::resources::kNodes, "", vnode);
     if (r.ok()) ++n;
@@ -467,6 +472,8 @@ kube::Result<json> peeringStatus(kube::Client& cluster) {
     row["virtualNodeReady"] = conditionStatus(fc, "VirtualNodeReady");
     // What the consumer reflects to this provider (services, endpointSlices, conflicts).
     row["reflection"] = fc.value("/status/reflection"_json_pointer, json::object());
+    // What the consumer imports from this provider (services, endpointSlices, conflicts).
+    row["imports"] = fc.value("/status/imports"_json_pointer, json::object());
     row["latencyMs"] = fc.value("/status/latencyMs"_json_pointer, json());
     row["granted"] = fc.value("/status/granted"_json_pointer, json::object());
     row["used"] = fc.value("/status/used"_json_pointer, json::object());
@@ -488,14 +495,15 @@ std::string statusTable(const json& rows) {
   std::vector<std::vector<std::string>> table = {
       {"NAME", "ROLE", "MODE", "CLUSTER-ID", "CONNECTED", "LATENCY", "TUNNEL", "TUNNEL-REASON",
        "TUNNEL-RTT", "REMOTE-CIDR", "HANDSHAKE", "RX/TX", "GRANTED(cpu/mem/pods)",
-       "USED(cpu/mem/pods)", "VNODE-READY", "SERVICES(svc/slices/conflicts)"}};
+       "USED(cpu/mem/pods)", "VNODE-READY", "IMPORTED(svc/slices/conflicts)",
+       "SERVICES(svc/slices/conflicts)"}};
   auto text = [](const json& r, const char* k) {
     return r.contains(k) && r[k].is_string() && !r[k].get<std::string>().empty()
                ? r[k].get<std::string>()
                : std::string("-");
   };
-  auto reflected = [](const json& r) {
-    const json ref = r.is_object() ? r.value("reflection", json::object()) : json::object();
+  auto reflected = [](const json& r, const char* field = "reflection") {
+    const json ref = r.is_object() ? r.value(field, json::object()) : json::object();
     if (!ref.is_object() || ref.empty()) return std::string("-");
     auto n = [&](const char* k) {
       return ref.contains(k) && ref[k].is_number_unsigned()
@@ -536,7 +544,7 @@ std::string statusTable(const json& rows) {
                      cidr, text(r, "latestHandshakeTime"), traffic,
                      res(g, "cpu") + "/" + res(g, "memory") + "/" + res(g, "pods"),
                      res(u, "cpu") + "/" + res(u, "memory") + "/" + res(u, "pods"),
-                     r.value("virtualNodeReady", ""), reflected(r)});
+                     r.value("virtualNodeReady", ""), reflected(r, "imports"), reflected(r)});
   }
   std::vector<size_t> width(table[0].size(), 0);
   for (const auto& row : table) {

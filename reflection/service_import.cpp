@@ -60,8 +60,9 @@ json mergedOnto(const json& existing, const json& forged) {
   meta["labels"] = forged["metadata"].value("labels", json::object());
   json annotations = meta.value("annotations", json::object());
   if (!annotations.is_object()) annotations = json::object();
-  for (const auto& [k, v] : forged["metadata"].value("annotations", json::object()).items()) {
-    annotations[k] = v;
+  const json forgedAnnotations = forged["metadata"].value("annotations", json::object());
+  if (forgedAnnotations.is_object()) {
+    for (const auto& [k, v] : forgedAnnotations.items()) annotations[k] = v;
   }
   meta["annotations"] = std::move(annotations);
   if (forged.value("kind", "") == "Service") {

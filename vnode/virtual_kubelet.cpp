@@ -109,6 +109,17 @@ kube::Status VirtualKubelet::start() {
           {{"services", c.services}, {"endpointSlices", c.endpointSlices},
            {"conflicts", c.conflicts}}}});
   };
+  // The provider Services exported to this cluster (`strait expose service`), counted per
+  // peering by `strait status` too.
+  ro.providerId = peering->providerId();
+  ro.onImportCounts = [this, fc = peering->providerName()](
+                          const reflection::ServiceImportCounts& c) {
+    peering::patchForeignClusterStatus(
+        local_, fc,
+        {{"imports",
+          {{"services", c.services}, {"endpointSlices", c.endpointSlices},
+           {"conflicts", c.conflicts}}}});
+  };
   ro.open = [peering]() -> kube::Result<std::unique_ptr<peering::EventStream>> {
     std::shared_ptr<peering::RpcClient> rpc = peering->rpc();  // the current certificate
     if (!rpc) return kube::makeError(kube::Code::Unavailable, "no client for the provider yet");
