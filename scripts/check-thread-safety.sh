@@ -7,18 +7,19 @@
 #
 # What it costs and how it is kept small: parsing a source is mostly parsing the library
 # headers it includes (Boost, cpprestsdk, nlohmann/json, spdlog, gRPC) and instantiating their
-# templates, a few CPU-seconds each. So the sources are grouped by their compile flags (one
-# group per target) and each group's library headers (the <...> includes of its sources and
-# of the project headers they include) are parsed once into a clang precompiled header that
-# every source of the group then loads. The project's own headers are never precompiled:
-# their inline functions are analysed in every source, as in a plain compile. Sources without
-# annotations are skipped (the analysis has nothing to check there); in a unity build (make's
-# STRAIT_UNITY) each annotated source of a batch is parsed on its own with the batch's flags,
-# not the whole batch. If a group's precompiled header cannot be built, its sources are
-# parsed without one (slower, same result) and the reason is printed.
+# templates, a few CPU-seconds each. So the sources are grouped by their compile flags (the
+# sources of a target, or of targets compiled alike) and each group's library headers (the
+# <...> includes of its sources and of the project headers they include) are parsed once into
+# a clang precompiled header that every source of the group then loads. The project's own
+# headers are never precompiled: their inline functions are analysed in every source, as in a
+# plain compile. Sources without annotations are skipped (the analysis has nothing to check
+# there); in a unity build (make's STRAIT_UNITY) each annotated source of a batch is parsed on
+# its own with the batch's flags, not the whole batch. If a group's precompiled header cannot
+# be built, its sources are parsed without one (slower, same result) and the reason is printed.
 #
 # Usage: scripts/check-thread-safety.sh [BUILD_DIR [PATH_REGEX]]
-#   PATH_REGEX  only sources whose path (from the checkout's top) matches, e.g. '^peering/'
+#   PATH_REGEX  only sources whose path (from the checkout's top) matches, e.g. '^peering/';
+#               no annotated source matching it is an error (exit 2)
 #   JOBS        clang processes at once (default nproc)
 set -euo pipefail
 build=${1:-build}
