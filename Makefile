@@ -36,11 +36,22 @@ build: configure
 	  cmake --build $(BUILD) -j $(JOBS); }
 
 # Unit, API-server and kubectl end-to-end tests and clang's thread-safety analysis of the
-# annotated sources (the ctest test thread_safety_check), then each fuzz target for a few
-# seconds.
+# annotated sources (the ctest tests thread_safety_check_*), then each fuzz target for a few
+# seconds. The fuzz targets (their own clang + ASan build in build-fuzz) are built while ctest
+# runs, at the lowest CPU priority (nice 19): the end-to-end tests mostly wait, and whenever
+# they want the CPU they get it first. That build's output goes to $(BUILD)/fuzz-build.log,
+# shown if it fails; if ctest fails, the build is stopped.
 test: build
-	@cd $(BUILD) && ctest --output-on-failure -j $(TEST_JOBS) --timeout 600 --repeat until-pass:2
-	@FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) ./scripts/run-fuzz.sh
+	@rm -f $(BUILD)/fuzz-build.log; \
+	setsid nice -n 19 ./scripts/run-fuzz.sh --build-only >$(BUILD)/fuzz-build.log 2>&1 & \
+	fuzz=$$!; \
+	(cd $(BUILD) && ctest --output-on-failure -j $(TEST_JOBS) --timeout 600 --repeat until-pass:2); \
+	rc=$$?; \
+	if [ $$rc -ne 0 ]; then kill -TERM -$$fuzz 2>/dev/null; wait $$fuzz; exit $$rc; fi; \
+	if ! wait $$fuzz; then \
+	  cat $(BUILD)/fuzz-build.log >&2; echo "make: the fuzz build failed (above)" >&2; exit 1; \
+	fi; \
+	FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) ./scripts/run-fuzz.sh --no-build
 
 # A longer fuzzing campaign: FUZZ_SECONDS per target, corpora kept in build-fuzz/corpus.
 fuzz:

@@ -11,7 +11,23 @@
 # Seed inputs, if any, are read from tests/fuzz/corpus/<target>/ (never written).
 # Prints one summary line per target; exits non-zero if a target fails to build, crashes,
 # leaks, trips a sanitizer or hangs.
+#
+#   --build-only  configure and build the targets, run none (`make test` builds them at
+#                 low priority while ctest runs, then runs them with --no-build)
+#   --no-build    run the targets already built in FUZZ_BUILD
 set -euo pipefail
+
+build_step=1
+run_step=1
+case "${1:-}" in
+  "") ;;
+  --build-only) run_step=0 ;;
+  --no-build) build_step=0 ;;
+  *)
+    echo "run-fuzz: unknown argument '$1' (--build-only or --no-build)" >&2
+    exit 2
+    ;;
+esac
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${FUZZ_BUILD:-$ROOT/build-fuzz}
@@ -35,29 +51,44 @@ for src in "${sources[@]}"; do
   targets+=("$(basename "$src" .cpp)")
 done
 
-mkdir -p "$BUILD"
-echo "run-fuzz: configuring $BUILD"
-cmake -S "$ROOT" -B "$BUILD" -G Ninja \
-  -DCMAKE_BUILD_TYPE=None \
-  -DCMAKE_CXX_COMPILER="$CXX_BIN" \
-  -DSTRAIT_FUZZ=ON \
-  -DSTRAIT_UNITY=ON \
-  -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
-  >"$BUILD/configure.log" 2>&1 || {
-  cat "$BUILD/configure.log" >&2
-  echo "run-fuzz: configure failed" >&2
-  exit 1
+build_targets() {
+  mkdir -p "$BUILD"
+  echo "run-fuzz: configuring $BUILD"
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja \
+    -DCMAKE_BUILD_TYPE=None \
+    -DCMAKE_CXX_COMPILER="$CXX_BIN" \
+    -DSTRAIT_FUZZ=ON \
+    -DSTRAIT_UNITY=ON \
+    -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
+    >"$BUILD/configure.log" 2>&1 || {
+    cat "$BUILD/configure.log" >&2
+    echo "run-fuzz: configure failed" >&2
+    exit 1
+  }
+
+  # Only the fuzz targets (and the libraries they need), not the tests or benchmarks.
+  echo "run-fuzz: building ${targets[*]}"
+  if ! cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}"; then
+    # A clash between two sources of one unity batch: said, then built without unity batches.
+    echo "run-fuzz: the unity build failed (above); building again without unity batches" \
+         "(a redefinition of an {anonymous}:: name: see STRAIT_UNITY_ALONE in CMakeLists.txt)" >&2
+    cmake -S "$ROOT" -B "$BUILD" -DSTRAIT_UNITY=OFF >>"$BUILD/configure.log" 2>&1
+    cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}"
+  fi
 }
 
-# Only the fuzz targets (and the libraries they need), not the tests or benchmarks.
-echo "run-fuzz: building ${targets[*]}"
-if ! cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}"; then
-  # A clash between two sources of one unity batch: said, then built without unity batches.
-  echo "run-fuzz: the unity build failed (above); building again without unity batches" \
-       "(a redefinition of an {anonymous}:: name: see STRAIT_UNITY_ALONE in CMakeLists.txt)" >&2
-  cmake -S "$ROOT" -B "$BUILD" -DSTRAIT_UNITY=OFF >>"$BUILD/configure.log" 2>&1
-  cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}"
+if [ "$build_step" -eq 1 ]; then
+  build_targets
 fi
+if [ "$run_step" -eq 0 ]; then
+  exit 0
+fi
+for t in "${targets[@]}"; do
+  if [ ! -x "$BUILD/fuzz-bin/$t" ]; then
+    echo "run-fuzz: $BUILD/fuzz-bin/$t not built (run without --no-build)" >&2
+    exit 1
+  fi
+done
 
 mkdir -p "$BUILD/logs"
 failed=0
