@@ -68,8 +68,14 @@ build_targets() {
 
   # Only the fuzz targets (and the libraries they need), not the tests or benchmarks.
   echo "run-fuzz: building ${targets[*]}"
-  if ! cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}"; then
-    # A clash between two sources of one unity batch: said, then built without unity batches.
+  if ! cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}" 2>&1 | tee "$BUILD/build.log"; then
+    # A clash between two sources of one unity batch (the compiler says "redefinition" or
+    # "ambiguous"): said, then built without unity batches. Any other failure (a compile
+    # error, a missing symbol) would fail again that way, after a much longer build.
+    if ! grep -qE 'redefinition of|conflicting declaration|is ambiguous' "$BUILD/build.log"; then
+      echo "run-fuzz: the build failed (above)" >&2
+      exit 1
+    fi
     echo "run-fuzz: the unity build failed (above); building again without unity batches" \
          "(a redefinition of an {anonymous}:: name: see STRAIT_UNITY_ALONE in CMakeLists.txt)" >&2
     cmake -S "$ROOT" -B "$BUILD" -DSTRAIT_UNITY=OFF >>"$BUILD/configure.log" 2>&1
