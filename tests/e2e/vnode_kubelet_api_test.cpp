@@ -161,9 +161,20 @@ class VnodeKubeletApiTest : public TwoClusterTest {
                                  std::chrono::system_clock::now());
     auto created = s.home->create(res::kNodes, "", node);
     if (!created.ok()) return "node: " + created.error().message;
-    node["metadata"]["resourceVersion"] = (*created)["metadata"]["resourceVersion"];
-    auto st = kube::updateStatus(*s.home, res::kNodes, "", node);
-    if (!st.ok()) return "node status: " + st.error().message;
+    // The API server's node controllers may write the new Node first (a taint, a condition):
+    // the status goes onto the latest version, read again after a conflict.
+    json latest = *created;
+    for (int attempt = 1;; ++attempt) {
+      latest["status"] = node["status"];
+      auto st = kube::updateStatus(*s.home, res::kNodes, "", latest);
+      if (st.ok()) break;
+      if (!kube::isConflict(st.error()) || attempt == 10) {
+        return "node status: " + st.error().message;
+      }
+      auto again = s.home->get(res::kNodes, "", kNode);
+      if (!again.ok()) return "node: " + again.error().message;
+      latest = *again;
+    }
 
     // Consumer Pods bound to the virtual node; their remote twins (as the reflection makes
     // them) in the mapped namespace. "foreign" remotely belongs to another consumer.
