@@ -6,9 +6,9 @@ CMAKE_FLAGS ?= -DSTRAIT_UNITY=ON
 # ccache keys leave out the build directory, so another checkout of the same sources (a CI
 # clone, a second worktree) reuses the objects; CMakeLists.txt sets base_dir to the checkout.
 export CCACHE_NOHASHDIR ?= 1
-# ctest's parallelism. The end-to-end tests mostly wait on sockets and processes (18 of them
-# used 0.55 CPU-s per second), so TEST_JOBS=3 keeps two cores busier; the default stays at one
-# test per core until the whole suite has been measured that way.
+# ctest's parallelism: one test per core. The end-to-end tests wait on sockets and processes,
+# but their miniclusters, agents and kubectl still use about 0.7 of a core per running test:
+# three at once saturated two cores and gained nothing (docs/testing.md).
 TEST_JOBS ?= $(JOBS)
 # Seconds each fuzz target runs: briefly in `make test`, longer in `make fuzz`.
 TEST_FUZZ_SECONDS ?= 5
