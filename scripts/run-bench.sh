@@ -110,5 +110,21 @@ else
   echo "run-bench: $SERVICE_BENCH not built (run: make bench)" >&2
   status=1
 fi
+# Placement: failover of a Deployment over two providers when one provider agent is killed,
+# with the default knobs (stream grace 40 s, tolerationSeconds 300: about six minutes), then
+# with a 10 s grace and tolerationSeconds FAILOVER_TOLERATION_SECONDS (10); then the offload
+# latency of 200 Pods with an OffloadingOverride against 200 without.
+FAILOVER_BENCH="$BUILD/bench/failover_bench"
+if [ -x "$FAILOVER_BENCH" ]; then
+  pflags=()
+  if [ "${BENCH_JSON:-0}" = 1 ]; then pflags+=(-o json); fi
+  "$FAILOVER_BENCH" --strait "$STRAIT" "${pflags[@]}" || status=1
+  "$FAILOVER_BENCH" --strait "$STRAIT" --stream-grace 10s \
+    --toleration-seconds "${FAILOVER_TOLERATION_SECONDS:-10}" "${pflags[@]}" || status=1
+  "$FAILOVER_BENCH" --strait "$STRAIT" --mode override --pods 200 "${pflags[@]}" || status=1
+else
+  echo "run-bench: $FAILOVER_BENCH not built (run: make bench)" >&2
+  status=1
+fi
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 exit $status
