@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -105,6 +106,36 @@ using bench::loadavg;
 using bench::procStatusKiB;
 
 double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// strait_stream_bytes_total of the consumer agent at 127.0.0.1:`port` (curl), as "sent TYPE"
+// / "received TYPE" -> bytes; empty when the scrape failed.
+std::map<std::string, double> streamBytesByType(uint16_t port) {
+  std::map<std::string, double> out;
+  std::string cmd = "curl -sf --max-time 10 http://127.0.0.1:" + std::to_string(port) + "/metrics";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  std::string text;
+  char buf[65536];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, got);
+  pclose(p);
+  std::istringstream in(text);
+  std::string line;
+  auto label = [](const std::string& l, const std::string& key) {
+    size_t at = l.find(key + "=\"");
+    if (at == std::string::npos) return std::string();
+    at += key.size() + 2;
+    return l.substr(at, l.find('"', at) - at);
+  };
+  while (std::getline(in, line)) {
+    if (line.rfind("strait_stream_bytes_total{", 0) != 0) continue;
+    if (label(line, "side") != "consumer") continue;
+    size_t close = line.rfind('}');
+    if (close == std::string::npos) continue;
+    out[label(line, "direction") + " " + label(line, "type")] += std::stod(line.substr(close + 1));
+  }
+  return out;
+}
 
 struct Percentiles {
   size_t n = 0;
@@ -328,6 +359,8 @@ int main(int argc, char** argv) {
   uint16_t providerPort = freePort();
   e2e::TcpProxy proxy(providerPort);
   e2e::AgentProcess providerAgent, consumerAgent;
+  // The consumer agent's /metrics: its stream bytes by direction and message type.
+  const uint16_t metricsPort = freePort();
   std::unique_ptr<bench::InProcessOffload> inProcess;
   int total = 0;
   for (int w : f.waves) total += w;
@@ -343,7 +376,8 @@ int main(int argc, char** argv) {
                                "127.0.0.1:" + std::to_string(proxy.port())},
                               "127.0.0.1:" + std::to_string(providerPort));
     if (!err.empty()) return fail(err);
-    err = consumerAgent.start(consumer.kubeconfig(), "consumer", {});
+    err = consumerAgent.start(consumer.kubeconfig(), "consumer",
+                              {"--metrics-listen", "127.0.0.1:" + std::to_string(metricsPort)});
     if (!err.empty()) return fail(err);
     auto run = [&](std::vector<std::string> args) {
       args.insert(args.begin(), f.strait);
@@ -379,6 +413,8 @@ int main(int argc, char** argv) {
     double cpu0 = cpuSeconds(agentPid), pcpu0 = cpuSeconds(providerAgentPid);
     uint64_t bytes0 = proxy.bytesForwarded();
     uint64_t out0 = proxy.bytesToUpstream(), back0 = proxy.bytesFromUpstream();
+    const std::map<std::string, double> byType0 =
+        f.inProcess ? std::map<std::string, double>() : streamBytesByType(metricsPort);
     std::atomic<int> next{0}, failed{0}, posted{0};
     const int before = created;
     auto t0 = Clock::now();
@@ -455,6 +491,15 @@ int main(int argc, char** argv) {
       }
     }
     Percentiles po = percentiles(out), pb = percentiles(back);
+    // Per message type, protobuf bytes before gRPC compression ("sent": consumer to provider).
+    json byType = json::object();
+    if (!f.inProcess) {
+      for (const auto& [k, v] : streamBytesByType(metricsPort)) {
+        auto it = byType0.find(k);
+        const double d = v - (it == byType0.end() ? 0 : it->second);
+        if (d > 0 && n > 0) byType[k] = std::round(d / n);
+      }
+    }
     json row = {{"wave", wave + 1},
                 {"mode", f.inProcess ? "in-process reflector, no agents" : "agents + stream"},
                 {"pods", n},
@@ -478,6 +523,7 @@ int main(int argc, char** argv) {
                 {"stream_bytes_per_pod", n > 0 ? static_cast<double>(bytes1 - bytes0) / n : 0},
                 {"stream_bytes_out_per_pod", n > 0 ? static_cast<double>(out1 - out0) / n : 0},
                 {"stream_bytes_back_per_pod", n > 0 ? static_cast<double>(back1 - back0) / n : 0},
+                {"stream_uncompressed_bytes_per_pod_by_type", byType},
                 {"provider_agent_peak_rss_aim_mib", kProviderPeakAimMiB},
                 {"agent_peak_rss_aim_mib", kConsumerPeakAimMiB},
                 {"stream_bytes_per_pod_aim", kStreamBytesPerPodAim},
@@ -487,7 +533,8 @@ int main(int argc, char** argv) {
       for (const char* k : {"agent_rss_mib", "agent_peak_rss_mib", "agent_cpu_s",
                             "provider_agent_cpu_s", "provider_agent_peak_rss_mib",
                             "stream_bytes_per_pod", "stream_bytes_out_per_pod",
-                            "stream_bytes_back_per_pod"}) {
+                            "stream_bytes_back_per_pod",
+                            "stream_uncompressed_bytes_per_pod_by_type"}) {
         row[k] = nullptr;  // no agents, no stream in this mode
       }
     }

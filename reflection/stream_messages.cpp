@@ -63,11 +63,14 @@ kube::Error bad(const std::string& field, const std::string& msg) {
                          field);
 }
 
-bool containsNull(const json& j) {
+// A null a merge patch would read as "delete this member": one reached through objects
+// only. Inside an array it is kept (RFC 7386 replaces an array whole, nulls and all), as in
+// every Pod condition's lastProbeTime.
+bool containsMemberNull(const json& j) {
   if (j.is_null()) return true;
-  if (j.is_object() || j.is_array()) {
+  if (j.is_object()) {
     for (const json& v : j) {
-      if (containsNull(v)) return true;
+      if (containsMemberNull(v)) return true;
     }
   }
   return false;
@@ -213,8 +216,8 @@ std::optional<StreamMessage> StreamMessage::statusPatch(const json& before, cons
       kube::getUid(before) != kube::getUid(after)) {
     return std::nullopt;
   }
-  // A null in `after` would read as "delete this member" when the patch is applied.
-  if (containsNull(after)) return std::nullopt;
+  // A null member in `after` would read as "delete this member" when the patch is applied.
+  if (containsMemberNull(after)) return std::nullopt;
   StreamMessage m;
   m.type = StreamMessageType::StatusPatch;
   m.apiVersion = "v1";

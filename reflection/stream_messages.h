@@ -138,8 +138,9 @@ struct StreamMessage {
   // EXPORT_SYNCED listing the origin uids of everything exported now.
   static StreamMessage exportSynced(const std::vector<std::string>& originUids);
   // STATUS_PATCH of Pod `before` (as last sent) to `after`, both as stored with the same
-  // uid; nullopt when a patch cannot say it (a null value in `after`, which a merge patch
-  // would read as a deletion, or no resourceVersion): send a whole STATUS instead.
+  // uid; nullopt when a patch cannot say it (a null member of an object in `after`, which a
+  // merge patch would read as a deletion; nulls inside arrays travel whole, as RFC 7386
+  // replaces arrays; or no resourceVersion): send a whole STATUS instead.
   static std::optional<StreamMessage> statusPatch(const nlohmann::json& before,
                                                   const nlohmann::json& after,
                                                   std::string originUid);

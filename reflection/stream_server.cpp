@@ -283,6 +283,10 @@ class StreamSession {
                    opts_.consumerId, streamMessageTypeName(m.type), m.kind, m.ns, m.name,
                    r.error().message);
     }
+    // The consumer reads no managedFields (its caches drop them too): not sent back.
+    if (r.ok() && r->is_object() && r->contains("metadata") && (*r)["metadata"].is_object()) {
+      (*r)["metadata"].erase("managedFields");
+    }
     if (m.seq != 0) send(StreamMessage::reply(m.seq, r));
     for (uint64_t seq : alsoAnswer) send(StreamMessage::reply(seq, r));
   }

@@ -1,6 +1,6 @@
 // STATUS_PATCH on the reflection stream: the merge patch between two versions of a Pod turns
 // the first into exactly the second, is much smaller than the Pod, is refused where it could
-// not say the change exactly (a null in the new version), survives the wire, and is checked
+// not say the change exactly (a null member in the new version), survives the wire, and is checked
 // on arrival (base version, kind, no change of identity). RESYNC_BEGIN says whether the
 // consumer accepts it.
 #include <gtest/gtest.h>
@@ -99,9 +99,9 @@ TEST(StatusPatchTest, IsSmallAndRoundTripsTheWire) {
   EXPECT_EQ(*patched, after);
 }
 
-TEST(StatusPatchTest, ANullInTheNewVersionOrAnotherUidGetsAWholeStatus) {
+TEST(StatusPatchTest, ANullMemberInTheNewVersionOrAnotherUidGetsAWholeStatus) {
   json after = runningPod();
-  after["status"]["containerStatuses"][0]["lastState"] = json::object({{"terminated", nullptr}});
+  after["status"]["nominatedNodeName"] = nullptr;
   EXPECT_FALSE(StreamMessage::statusPatch(pendingPod(), after, "l-1").has_value());
   json other = runningPod();
   other["metadata"]["uid"] = "r-2";  // re-created under the same name
@@ -109,6 +109,30 @@ TEST(StatusPatchTest, ANullInTheNewVersionOrAnotherUidGetsAWholeStatus) {
   json noVersion = pendingPod();
   noVersion["metadata"].erase("resourceVersion");
   EXPECT_FALSE(StreamMessage::statusPatch(noVersion, runningPod(), "l-1").has_value());
+}
+
+// Every Pod condition an API server writes carries "lastProbeTime": null. A null inside an
+// array travels whole with the array (RFC 7386 replaces arrays), so such a Pod still gets a
+// patch, and applying it gives exactly the new version, nulls included.
+TEST(StatusPatchTest, NullsInsideArraysLikeLastProbeTimeStillGetAPatch) {
+  json after = runningPod();
+  for (json& c : after["status"]["conditions"]) c["lastProbeTime"] = nullptr;
+  after["status"]["containerStatuses"][0]["lastState"] = json::object({{"terminated", nullptr}});
+  std::optional<StreamMessage> m = StreamMessage::statusPatch(pendingPod(), after, "l-1");
+  ASSERT_TRUE(m.has_value());
+  kube::Result<json> applied = m->applyStatusPatch(pendingPod());
+  ASSERT_TRUE(applied.ok()) << applied.error().message;
+  EXPECT_EQ(*applied, after);
+  EXPECT_TRUE((*applied)["status"]["conditions"][0]["lastProbeTime"].is_null());
+  // The next change (Ready flips) patches the version with the nulls just as well.
+  json notReady = after;
+  notReady["metadata"]["resourceVersion"] = "60";
+  notReady["status"]["conditions"][3]["status"] = "False";
+  std::optional<StreamMessage> again = StreamMessage::statusPatch(after, notReady, "l-1");
+  ASSERT_TRUE(again.has_value());
+  kube::Result<json> applied2 = again->applyStatusPatch(*applied);
+  ASSERT_TRUE(applied2.ok()) << applied2.error().message;
+  EXPECT_EQ(*applied2, notReady);
 }
 
 TEST(StatusPatchTest, DecodeRefusesWhatIsNotAPodPatchOnAKnownBase) {
