@@ -40,11 +40,13 @@ build: configure
 # seconds. The fuzz targets (their own clang + ASan build in build-fuzz) are built while ctest
 # runs, at the lowest CPU priority (nice 19): the end-to-end tests mostly wait, and whenever
 # they want the CPU they get it first. That build's output goes to $(BUILD)/fuzz-build.log,
-# shown if it fails; if ctest fails, the build is stopped.
+# shown if it fails; if ctest fails or is interrupted (Ctrl-C), the build is stopped (it runs
+# in a session of its own, which the terminal's signals do not reach).
 test: build
 	@rm -f $(BUILD)/fuzz-build.log; \
 	setsid nice -n 19 ./scripts/run-fuzz.sh --build-only >$(BUILD)/fuzz-build.log 2>&1 & \
 	fuzz=$$!; \
+	trap 'kill -TERM -'$$fuzz' 2>/dev/null; exit 130' INT TERM; \
 	(cd $(BUILD) && ctest --output-on-failure -j $(TEST_JOBS) --timeout 600 --repeat until-pass:2); \
 	rc=$$?; \
 	if [ $$rc -ne 0 ]; then kill -TERM -$$fuzz 2>/dev/null; wait $$fuzz; exit $$rc; fi; \
