@@ -102,9 +102,11 @@ void PoolNodes::reconcile() {
       gone.emplace_back(it->first, std::move(it->second));
       it = nodes_.erase(it);
     }
-    toStart.erase(std::remove_if(toStart.begin(), toStart.end(),
-                                 [&](const std::string& p) { return nodes_.count(p) > 0; }),
-                  toStart.end());
+    std::vector<std::string> notRunning;
+    for (std::string& p : toStart) {
+      if (nodes_.count(p) == 0) notRunning.push_back(std::move(p));
+    }
+    toStart = std::move(notRunning);
   }
   for (auto& [pool, nc] : gone) {
     nc->stop();
