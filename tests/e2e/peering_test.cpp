@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "e2e/peering_fixture.h"
 #include "fakes/test_csr.h"
@@ -200,6 +201,39 @@ TEST_F(PeeringTest, EveryBadTokenIsRefusedSayingWhy) {
   EXPECT_NE(again.exitCode, 0);
   EXPECT_NE(again.err.find("already used"), std::string::npos) << again.describe();
   expectNothingLeft();
+}
+
+// An idle peering writes the consumer's ForeignCluster status when something in it changed,
+// and only every 10 s otherwise (not once per 1 s heartbeat), yet keeps it fresh.
+TEST_F(PeeringTest, IdleConsumerStatusIsWrittenOnlyWhenItChangesOrIsTenSecondsOld) {
+  ASSERT_EQ(peerInBand().exitCode, 0);
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json c = onlyRow(consumer());
+        return c.is_object() && c["connected"] == "True" && c["latencyMs"].is_number();
+      },
+      30s))
+      << status(consumer()).dump(2);
+  auto fc = [&] {
+    CommandResult r = kubectlOn(consumer(), {"get", "foreignclusters", "provider", "-o", "json"});
+    return r.exitCode == 0 ? json::parse(r.out) : json();
+  };
+  // Over 8 s of 1 s heartbeats (8 writes when each heartbeat wrote): a refresh and what
+  // still settles after the first heartbeat (the provider's status, the tunnel condition).
+  std::set<std::string> versions;
+  const auto until = std::chrono::steady_clock::now() + 8s;
+  while (std::chrono::steady_clock::now() < until) {
+    versions.insert(fc().value("/metadata/resourceVersion"_json_pointer, std::string()));
+    std::this_thread::sleep_for(500ms);
+  }
+  EXPECT_LE(versions.size(), 4u) << fc().dump(2);
+  // Still refreshed: lastHeartbeatTime moves within the refresh period.
+  const std::string before = fc().value("/status/lastHeartbeatTime"_json_pointer, std::string());
+  EXPECT_TRUE(waitFor(
+      [&] { return fc().value("/status/lastHeartbeatTime"_json_pointer, std::string()) > before; },
+      15s))
+      << fc().dump(2);
+  ASSERT_EQ(unpeerInBand().exitCode, 0);
 }
 
 TEST_F(PeeringTest, ClientCertificateRenewsBeforeExpiry) {
