@@ -314,6 +314,7 @@ bool ServiceImporter::reconcile(const std::string& kindKey, bool unreachable) {
       // whose Service is not imported yet waits for it.
       if (conflicts_.count(svcKey)) {
         forged = json();
+        markDirty(kindKey, Clock::now() + opts_.conflictRecheck);  // imported once it clears
       } else if (!imported_.count(svcKey)) {
         return false;
       }
