@@ -265,6 +265,45 @@ ProviderSummary summarizePool(const json& nodes,
   return s;
 }
 
+kube::Status pinPodToPool(json& pod, const PoolSpec& pool) {
+  if (!pod.is_object()) return makeError(Code::Invalid, "pod: expected an object");
+  json& spec = pod["spec"];
+  if (!spec.is_object()) spec = json::object();
+  json& sel = spec["nodeSelector"];
+  if (!sel.is_object()) sel = json::object();
+  for (const auto& [k, v] : pool.nodeSelector) {
+    if (sel.contains(k) && sel[k] != v) {
+      return makeError(Code::Invalid, "pod selects " + k + "=" +
+                                          (sel[k].is_string() ? sel[k].get<std::string>()
+                                                              : sel[k].dump()) +
+                                          ", but pool " + pool.name + " has " + k + "=" + v);
+    }
+    sel[k] = v;
+  }
+  json& labels = pod["metadata"]["labels"];
+  if (!labels.is_object()) labels = json::object();
+  labels[std::string(kLabelPool)] = pool.name;
+  return kube::Status::OK();
+}
+
+std::string podPool(const json& pod) {
+  const json labels = pod.is_object()
+                          ? pod.value("/metadata/labels"_json_pointer, json::object())
+                          : json::object();
+  auto it = labels.is_object() ? labels.find(std::string(kLabelPool)) : labels.end();
+  return labels.is_object() && it != labels.end() && it->is_string() ? it->get<std::string>()
+                                                                      : std::string();
+}
+
+bool podPinnedTo(const json& pod, const NodeSelector& selector) {
+  const json sel =
+      pod.is_object() ? pod.value("/spec/nodeSelector"_json_pointer, json::object()) : json();
+  for (const auto& [k, v] : selector) {
+    if (!sel.is_object() || !sel.contains(k) || sel[k] != v) return false;
+  }
+  return true;
+}
+
 std::vector<PoolGrant> grantPools(const std::vector<PoolSpec>& pools, const ResourceMap& budget,
                                   const ResourceMap& othersGranted, const PolicyConfig& config,
                                   const std::function<ProviderSummary(const PoolSpec&)>& summaryOf) {

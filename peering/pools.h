@@ -97,6 +97,15 @@ ProviderSummary summarizePool(const nlohmann::json& nodes,
                               const std::map<std::string, ResourceMap>& usedByNode,
                               const NodeSelector& selector);
 
+// Pins a Pod to a pool (the consumer's forge, and the provider's check below): labels it
+// kLabelPool=<pool> and adds the pool's selector to spec.nodeSelector. Invalid when the Pod
+// already selects another value for one of the selector's keys (it could never run there).
+kube::Status pinPodToPool(nlohmann::json& pod, const PoolSpec& pool);
+// The pool a Pod is labelled for ("" when none).
+std::string podPool(const nlohmann::json& pod);
+// True when the Pod's spec.nodeSelector carries every KEY=VALUE of `selector`.
+bool podPinnedTo(const nlohmann::json& pod, const NodeSelector& selector);
+
 // Grants every pool of one consumer, in order, from `budget` after `othersGranted` (the
 // other consumers' grants): pool i gets grantFor(requested_i, budget, othersGranted + grants
 // of pools 0..i-1, config, {nodeShare of its matching nodes, grants of pools 0..i-1}), so

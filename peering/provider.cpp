@@ -645,8 +645,49 @@ kube::Status ProviderService::admitPodWithUsage(const std::string& consumerId, c
   return checkGrantUsage(consumerId, pod, granted, used);
 }
 
+kube::Status ProviderService::checkPool(const std::string& consumerId, const json& pod) {
+  const std::string pool = podPool(pod);
+  if (pool.empty()) return kube::Status::OK();
+  std::optional<PoolGrant> grant;
+  NodeSelector selector;
+  {
+    base::MutexLock lock(mu_);
+    auto it = consumers_.find(consumerId);
+    if (it == consumers_.end()) return makeError(Code::Forbidden, "peering revoked");
+    for (const PoolGrant& g : it->second.poolGrants) {
+      if (g.name == pool && g.refusedReason.empty()) grant = g;
+    }
+    selector = poolFor(it->second.pools, pool);
+  }
+  auto refuse = [&](const std::string& why) {
+    spdlog::warn("event=pod_refused consumer={} pool={} reason=\"{}\"", consumerId, pool, why);
+    return makeError(Code::Forbidden, "pod refused: " + why);
+  };
+  if (!grant) return refuse("no granted pool " + pool + " for this consumer");
+  if (!podPinnedTo(pod, selector)) {
+    return refuse("the pod is not pinned to the nodes of pool " + pool +
+                  " (spec.nodeSelector must carry its node selector)");
+  }
+  ResourceMap used = usedByPool(consumerId)[pool];
+  ResourceMap asked = podRequests(json::array({pod}));
+  for (const auto& [name, q] : asked) {
+    if (q.isZero()) continue;
+    auto g = grant->granted.find(name);
+    kube::Quantity limit = g == grant->granted.end() ? kube::Quantity() : g->second;
+    kube::Quantity inUse = used.count(name) ? used[name] : kube::Quantity();
+    kube::Result<kube::Quantity> total = inUse.add(q);
+    if (!total.ok() || limit < *total) {
+      return refuse("pod exceeds the grant of pool " + pool + ": " + name + " requested " +
+                    q.toString() + ", in use " + inUse.toString() + ", granted " +
+                    limit.toString());
+    }
+  }
+  return kube::Status::OK();
+}
+
 kube::Status ProviderService::checkGrantUsage(const std::string& consumerId, const json& pod,
                                               const ResourceMap& granted, ResourceMap used) {
+  if (kube::Status s = checkPool(consumerId, pod); !s.ok()) return s;
   ResourceMap asked = podRequests(json::array({pod}));
   for (const auto& [name, q] : asked) {
     if (q.isZero()) continue;

@@ -105,7 +105,9 @@ class ProviderService final : public PeeringHandler {
   // True while `consumerId` has an active peering. Thread-safe.
   bool isActive(const std::string& consumerId);
   // Forbidden (saying which resource and by how much) if creating `pod` would take the
-  // consumer's Pods past its grant; Forbidden when the peering is not active. Thread-safe.
+  // consumer's Pods past its grant, or when the Pod claims a pool (pools.h kLabelPool) the
+  // consumer was not granted, is not pinned to that pool's nodes or exceeds the pool's
+  // grant; Forbidden when the peering is not active. Thread-safe.
   kube::Status admitPod(const std::string& consumerId, const nlohmann::json& pod) {
     return checkGrant(consumerId, pod);
   }
@@ -165,6 +167,10 @@ class ProviderService final : public PeeringHandler {
   kube::Status checkGrant(const std::string& consumerId, const nlohmann::json& pod);
   kube::Status checkGrantUsage(const std::string& consumerId, const nlohmann::json& pod,
                                const ResourceMap& granted, ResourceMap used);
+  // For a Pod labelled for a pool (kLabelPool): Forbidden unless the consumer has that pool
+  // granted, the Pod is pinned to the pool's selector (podPinnedTo) and fits what is left of
+  // the pool's grant. OK for a Pod of no pool.
+  kube::Status checkPool(const std::string& consumerId, const nlohmann::json& pod);
   // The provider summary, recomputed when older than config_.summaryMaxAge. Thread-safe.
   ProviderSummary currentSummary(std::chrono::system_clock::time_point now);
 

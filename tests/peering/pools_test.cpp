@@ -214,5 +214,31 @@ TEST(PoolsTest, PoolGrantSurvivesTheHeartbeatMessage) {
             "T4");
 }
 
+TEST(PoolsTest, PinningAddsThePoolSelectorAndRefusesAContradiction) {
+  PoolSpec gpu = *parsePoolArg("gpu:cpu=1@strait.io/test-gpu=true,zone=a");
+  json pod = {{"metadata", {{"name", "p"}}},
+              {"spec", {{"nodeSelector", {{"disk", "ssd"}}}, {"containers", json::array()}}}};
+  EXPECT_FALSE(podPinnedTo(pod, gpu.nodeSelector));
+  EXPECT_EQ(podPool(pod), "");
+  ASSERT_TRUE(pinPodToPool(pod, gpu).ok());
+  EXPECT_EQ(podPool(pod), "gpu");
+  EXPECT_TRUE(podPinnedTo(pod, gpu.nodeSelector));
+  EXPECT_EQ(pod["spec"]["nodeSelector"],
+            (json{{"disk", "ssd"}, {"strait.io/test-gpu", "true"}, {"zone", "a"}}));
+  EXPECT_TRUE(pinPodToPool(pod, gpu).ok());  // idempotent
+
+  json other = {{"spec", {{"nodeSelector", {{"zone", "b"}}}}}};
+  kube::Status s = pinPodToPool(other, gpu);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("zone=b, but pool gpu has zone=a"), std::string::npos)
+      << s.error().message;
+  // A Pod that only claims the pool is not pinned (the provider refuses it).
+  json claims = {{"metadata", {{"labels", {{std::string(kLabelPool), "gpu"}}}}},
+                 {"spec", {{"nodeSelector", {{"zone", "a"}}}}}};
+  EXPECT_EQ(podPool(claims), "gpu");
+  EXPECT_FALSE(podPinnedTo(claims, gpu.nodeSelector));
+  EXPECT_TRUE(podPinnedTo(claims, {}));
+}
+
 }  // namespace
 }  // namespace strait::peering
