@@ -1,6 +1,8 @@
 // `strait expose service NS/NAME --kubeconfig PROVIDER --to CONSUMER [--remove]`: records in
-// a provider Service's strait.io/export-to annotation that a peered consumer may import it,
-// or takes that consumer off the list.
+// a provider Service's strait.io/export-to annotation that a peered consumer imports it, or
+// takes that consumer off the list. The provider agent reads the annotation and sends the
+// Service and its EndpointSlices to that consumer (reflection/service_exporter.h), whose
+// agent creates them (reflection/service_import.h).
 #include <algorithm>
 #include <iostream>
 
@@ -138,11 +140,11 @@ int runExpose(const ExposeFlags& f) {
 void addExposeCommand(CLI::App& app) {
   auto f = std::make_shared<ExposeFlags>();
   CLI::App* expose =
-      app.add_subcommand("expose", "mark a provider Service as exported to a peered consumer");
+      app.add_subcommand("expose", "export a provider Service to a peered consumer");
   expose->require_subcommand(1);
   CLI::App* svc = expose->add_subcommand(
-      "service", "record that a consumer may import this Service (annotation strait.io/export-to "
-                 "on the Service)");
+      "service", "export this Service to a consumer, which gets a Service of the same name "
+                 "whose endpoints are this cluster's Pods (annotation strait.io/export-to)");
   svc->add_option("SERVICE", f->service, "the Service, as NAMESPACE/NAME")->required();
   svc->add_option("--kubeconfig", f->kubeconfig, "kubeconfig of the provider")->required();
   svc->add_option("--to", f->to, "the consumer (its ForeignCluster name or cluster ID)")
