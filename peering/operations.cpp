@@ -274,22 +274,34 @@ kube::Result<std::vector<std::string>> unpeer(kube::Client& consumer, const Unpe
   const std::string vnode = "strait-" + name;
   auto deadline = std::chrono::steady_clock::now() + req.timeout;
 
-  // 1. Offloaded pods: refused without --drain, leaving the virtual node as it was; with
-  // --drain the node is cordoned first (so replacements stay home), then they are evicted.
-  kube::ListOptions onNode;
-  onNode.fieldSelector = "spec.nodeName=" + vnode + ",status.phase!=Succeeded,status.phase!=Failed";
+  // 1. Offloaded pods (on the virtual node and the pool nodes): refused without --drain,
+  // leaving the nodes as they were; with --drain the nodes are cordoned first (so
+  // replacements stay home), then they are evicted.
+  std::vector<std::string> vnodes = {vnode};
+  if (kube::Result<std::vector<PoolSpec>> pools = poolsOfForeignCluster(*fc); pools.ok()) {
+    for (const PoolSpec& p : *pools) vnodes.push_back(poolNodeName(name, p.name));
+  }
+  auto onNode = [](const std::string& n) {
+    kube::ListOptions o;
+    o.fieldSelector = "spec.nodeName=" + n + ",status.phase!=Succeeded,status.phase!=Failed";
+    return o;
+  };
   auto offloadedPods = [&]() -> std::vector<std::pair<std::string, std::string>> {
     std::vector<std::pair<std::string, std::string>> out;
-    kube::Result<json> pods = consumer.list(kube::resources::kPods, "", onNode);
-    if (!pods.ok()) return out;
-    for (const json& p : pods->value("items", json::array())) {
-      out.emplace_back(p.value("/metadata/namespace"_json_pointer, std::string()),
-                       p.value("/metadata/name"_json_pointer, std::string()));
+    for (const std::string& n : vnodes) {
+      kube::Result<json> pods = consumer.list(kube::resources::kPods, "", onNode(n));
+      if (!pods.ok()) continue;
+      for (const json& p : pods->value("items", json::array())) {
+        out.emplace_back(p.value("/metadata/namespace"_json_pointer, std::string()),
+                         p.value("/metadata/name"_json_pointer, std::string()));
+      }
     }
     return out;
   };
   auto refuse = [&](const std::vector<std::pair<std::string, std::string>>& offloaded) {
-    std::string msg = std::to_string(offloaded.size()) + " offloaded pod(s) run on " + vnode +
+    std::string on = vnode;
+    for (size_t i = 1; i < vnodes.size(); ++i) on += ", " + vnodes[i];
+    std::string msg = std::to_string(offloaded.size()) + " offloaded pod(s) run on " + on +
                       "; use --drain to evict them:";
     for (const auto& [ns, n] : offloaded) msg += " " + ns + "/" + n;
     return makeError(Code::Conflict, msg);
@@ -297,21 +309,22 @@ kube::Result<std::vector<std::string>> unpeer(kube::Client& consumer, const Unpe
   if (!req.drain) {
     if (auto offloaded = offloadedPods(); !offloaded.empty()) return refuse(offloaded);
   }
-  kube::Result<json> node = consumer.get(kube::resources::kNodes, "", vnode);
-  const bool wasCordoned =
-      node.ok() && node->value("/spec/unschedulable"_json_pointer, false);
-  auto setUnschedulable = [&](bool on) {
-    (void)consumer.patch(kube::resources::kNodes, "", vnode, kube::PatchType::Merge,
-                         json{{"spec", {{"unschedulable", on}}}});
-  };
-  if (node.ok()) {
-    setUnschedulable(true);
-    lines.push_back("cordoned node " + vnode);
+  std::vector<std::string> cordoned;  // by this call
+  for (const std::string& n : vnodes) {
+    kube::Result<json> node = consumer.get(kube::resources::kNodes, "", n);
+    if (!node.ok()) continue;
+    if (!node->value("/spec/unschedulable"_json_pointer, false)) cordoned.push_back(n);
+    (void)consumer.patch(kube::resources::kNodes, "", n, kube::PatchType::Merge,
+                         json{{"spec", {{"unschedulable", true}}}});
+    lines.push_back("cordoned node " + n);
   }
   if (auto offloaded = offloadedPods(); !offloaded.empty()) {
     if (!req.drain) {
-      // A Pod was bound between the check and the cordon: put the node back as it was.
-      if (node.ok() && !wasCordoned) setUnschedulable(false);
+      // A Pod was bound between the check and the cordon: put the nodes back as they were.
+      for (const std::string& n : cordoned) {
+        (void)consumer.patch(kube::resources::kNodes, "", n, kube::PatchType::Merge,
+                             json{{"spec", {{"unschedulable", false}}}});
+      }
       return refuse(offloaded);
     }
     for (const auto& [ns, n] : offloaded) {
@@ -321,8 +334,7 @@ kube::Result<std::vector<std::string>> unpeer(kube::Client& consumer, const Unpe
       }
     }
     while (true) {
-      kube::Result<json> left = consumer.list(kube::resources::kPods, "", onNode);
-      if (left.ok() && left->value("items", json::array()).empty()) break;
+      if (offloadedPods().empty()) break;
       if (std::chrono::steady_clock::now() > deadline) {
         return makeError(Code::ServerTimeout, "offloaded pods still running on " + vnode +
                                                   " after --timeout");
@@ -433,9 +445,8 @@ kube::Result<std::vector<std::string>> unpeer(kube::Client& consumer, const Unpe
                                std::string(kLabelImportedFrom) + "=" + providerId;
   n += deleteLabelled(consumer, kube::resources::kEndpointSlices, "", imported, &error);
   n += deleteLabelled(consumer, kube::resources::kServices, "", imported, &error);
-  if (node.ok()) {
-    kube::Result<json> r = consumer.remove(kube::resources::kNodes, "", vnode);
-    if (r.ok()) ++n;
+  for (const std::string& v : vnodes) {
+    if (consumer.remove(kube::resources::kNodes, "", v).ok()) ++n;
   }
   kube::Result<json> r = consumer.remove(kForeignClusters, "", name);
   if (r.ok()) ++n;

@@ -139,6 +139,7 @@ kube::Status ConsumerReflection::start() {
   po.forge.virtualNodeName = opts_.nodeName;
   po.forge.virtualNodeAddress = opts_.nodeAddress;
   po.forge.virtualNodeLabelKeys = opts_.nodeLabelKeys;
+  po.forge.poolOfNode = [this](const std::string& node) { return poolOfNode(node); };
   po.status.virtualNodeAddress = opts_.nodeAddress;
   po.status.mapPodIp = opts_.mapPodIp;
   po.status.providerUnreachable = opts_.providerUnreachable;
@@ -147,7 +148,7 @@ kube::Status ConsumerReflection::start() {
   po.doesNotFit = opts_.doesNotFit;
   po.overrides = opts_.podOverrides;
   kube::Informer* informer = pods_.get();
-  po.resyncDone = [informer] { return informer->hasSynced(); };
+  po.resyncDone = [this] { return podsSynced(); };
   KindOptions ko;
   ko.workers = opts_.podWorkers;
   ko.queue.baseDelay = 50ms;
@@ -155,7 +156,9 @@ kube::Status ConsumerReflection::start() {
   reflector_ = std::make_unique<Reflector>(opts_.nodeName);
   if (kube::Status s = reflector_->registerKind(
           std::make_unique<GatedReflector>(
-              std::make_unique<PodReflector>(local_, pods_->cache(), *stream_, po),
+              std::make_unique<PodReflector>(
+                  local_, [this](const std::string& key) { return localPod(key); }, *stream_,
+                  po),
               [this] { return gateOpen(); }),
           ko);
       !s.ok()) {
@@ -198,6 +201,7 @@ void ConsumerReflection::stop() {
     thread_.join();
   }
   if (pods_) pods_->stop();
+  for (const std::shared_ptr<kube::Informer>& i : poolInformers()) i->stop();
   if (services_) services_->stop();
   if (slices_) slices_->stop();
   if (virtualNodes_) virtualNodes_->stop();
@@ -267,6 +271,108 @@ kube::Status ConsumerReflection::registerServiceKinds() {
   return kube::Status::OK();
 }
 
+std::vector<std::shared_ptr<kube::Informer>> ConsumerReflection::poolInformers() const {
+  base::MutexLock l(poolMu_);
+  std::vector<std::shared_ptr<kube::Informer>> out;
+  for (const auto& [node, informer] : poolPods_) out.push_back(informer);
+  return out;
+}
+
+std::vector<std::string> ConsumerReflection::poolNodes() const {
+  base::MutexLock l(poolMu_);
+  std::vector<std::string> out;
+  for (const auto& [node, informer] : poolPods_) out.push_back(node);
+  return out;
+}
+
+kube::ObjectPtr ConsumerReflection::localPod(const std::string& key) const {
+  if (kube::ObjectPtr p = pods_->cache().get(key)) return p;
+  for (const std::shared_ptr<kube::Informer>& i : poolInformers()) {
+    if (kube::ObjectPtr p = i->cache().get(key)) return p;
+  }
+  return nullptr;
+}
+
+std::vector<kube::ObjectPtr> ConsumerReflection::localPods() const {
+  std::vector<kube::ObjectPtr> out = pods_->cache().list();
+  for (const std::shared_ptr<kube::Informer>& i : poolInformers()) {
+    for (kube::ObjectPtr& p : i->cache().list()) out.push_back(std::move(p));
+  }
+  return out;
+}
+
+bool ConsumerReflection::podsSynced() const {
+  if (!pods_->hasSynced()) return false;
+  base::MutexLock l(poolMu_);
+  if (!poolsKnown_) return false;
+  for (const auto& [node, informer] : poolPods_) {
+    if (!informer->hasSynced()) return false;
+  }
+  return true;
+}
+
+std::optional<peering::PoolSpec> ConsumerReflection::poolOfNode(const std::string& nodeName) const {
+  base::MutexLock l(poolMu_);
+  auto it = poolSpecs_.find(nodeName);
+  if (it == poolSpecs_.end()) return std::nullopt;
+  return it->second;
+}
+
+void ConsumerReflection::syncPoolInformers() {
+  std::map<std::string, peering::PoolSpec> wanted;
+  if (opts_.pools) {
+    std::optional<std::map<std::string, peering::PoolSpec>> now = opts_.pools();
+    if (!now) return;  // not known yet
+    wanted = std::move(*now);
+  }
+  std::vector<std::shared_ptr<kube::Informer>> gone;
+  std::vector<std::string> toStart;
+  {
+    base::MutexLock l(poolMu_);
+    poolsKnown_ = true;
+    poolSpecs_ = wanted;
+    for (auto it = poolPods_.begin(); it != poolPods_.end();) {
+      if (wanted.count(it->first)) {
+        ++it;
+        continue;
+      }
+      spdlog::info("event=pool_node_pods_unwatched node={} pool_node={}", opts_.nodeName,
+                   it->first);
+      gone.push_back(std::move(it->second));
+      it = poolPods_.erase(it);
+    }
+    for (const auto& [node, spec] : wanted) {
+      if (!poolPods_.count(node)) toStart.push_back(node);
+    }
+  }
+  for (const std::shared_ptr<kube::Informer>& i : gone) {
+    i->stop();
+    // No longer bound to a node of this peering: each is handled as gone here.
+    for (const std::string& key : i->cache().keys()) (void)reflector_->enqueue("Pod", key);
+  }
+  for (const std::string& node : toStart) {
+    kube::InformerOptions io{res::kPods, "", "", "spec.nodeName=" + node};
+    io.compactCache = true;
+    auto informer = std::make_shared<kube::Informer>(local_, io);
+    informer->addIndex(kUidIndex, [](const json& p) {
+      std::string uid = kube::getUid(p);
+      return uid.empty() ? std::vector<std::string>{} : std::vector<std::string>{uid};
+    });
+    auto enqueue = [this](const kube::ObjectPtr& p) {
+      (void)reflector_->enqueue("Pod", kube::objectKey(*p));
+    };
+    informer->addHandlers(
+        {enqueue, [enqueue](const kube::ObjectPtr&, const kube::ObjectPtr& n) { enqueue(n); },
+         enqueue});
+    {
+      base::MutexLock l(poolMu_);
+      poolPods_[node] = informer;
+    }
+    informer->start();
+    spdlog::info("event=pool_node_pods_watched node={} pool_node={}", opts_.nodeName, node);
+  }
+}
+
 bool ConsumerReflection::isVirtualNode(const std::string& nodeName) const {
   if (nodeName == opts_.nodeName) return true;
   return virtualNodes_ && virtualNodes_->cache().get(nodeName) != nullptr;
@@ -297,7 +403,7 @@ ServiceReflectionCounts ConsumerReflection::serviceCounts() const {
 bool ConsumerReflection::markPodsUnreachable() {
   bool all = true;
   const std::string now = kube::rfc3339Now();
-  for (const kube::ObjectPtr& p : pods_->cache().list()) {
+  for (const kube::ObjectPtr& p : localPods()) {
     json pod = *p;
     if (!kube::hasObject(pod, "status") || !kube::hasArray(pod["status"], "conditions")) continue;
     const std::string phase = kube::stringOf(pod["status"], "phase");
@@ -310,7 +416,9 @@ bool ConsumerReflection::markPodsUnreachable() {
            kube::stringOf(c, "reason") != "ProviderUnreachable")) {
         c["status"] = "False";
         c["reason"] = "ProviderUnreachable";
-        c["message"] = "the provider behind virtual node " + opts_.nodeName + " is unreachable";
+        c["message"] = "the provider behind virtual node " +
+                       kube::stringOf(pod["spec"], "nodeName", opts_.nodeName) +
+                       " is unreachable";
         c["lastTransitionTime"] = now;
         changed = true;
       }
@@ -355,7 +463,7 @@ void ConsumerReflection::onProviderEvent(const json& event, const std::string& o
 }
 
 bool ConsumerReflection::resyncNow() {
-  if (!pods_->hasSynced() || !gateOpen()) {
+  if (!podsSynced() || !gateOpen()) {
     return false;  // the gate: keys it dropped are enqueued here once it opens
   }
   if ((services_ && !services_->hasSynced()) || (slices_ && !slices_->hasSynced()) ||
@@ -364,7 +472,7 @@ bool ConsumerReflection::resyncNow() {
   }
   std::vector<std::string> uids;
   std::set<std::pair<std::string, std::string>> deps;  // ("ns/name", Kind)
-  for (const kube::ObjectPtr& p : pods_->cache().list()) {
+  for (const kube::ObjectPtr& p : localPods()) {
     uids.push_back(kube::getUid(*p));
     (void)reflector_->enqueue("Pod", kube::objectKey(*p));
     const std::string ns = kube::getNamespace(*p);
@@ -440,6 +548,7 @@ void ConsumerReflection::logCountersIfChanged() {
 }
 
 void ConsumerReflection::housekeeping(std::stop_token stop) {
+  syncPoolInformers();
   base::UniqueLock l(mu_);
   auto nextCounters = std::chrono::steady_clock::now() + 1s;
   while (!stop.stop_requested()) {
@@ -449,6 +558,7 @@ void ConsumerReflection::housekeeping(std::stop_token stop) {
     if (std::chrono::steady_clock::now() >= nextCounters) {
       nextCounters = std::chrono::steady_clock::now() + 1s;
       l.unlock();
+      syncPoolInformers();
       logCountersIfChanged();
       if (opts_.onServiceCounts && services_) {
         const ServiceReflectionCounts c = serviceState_.counts();
@@ -485,7 +595,7 @@ void ConsumerReflection::housekeeping(std::stop_token stop) {
         // the resync does it too, after a tunnel outage (the stream stayed up) only this.
         podsMarkedUnreachable_ = false;
         l.unlock();
-        for (const kube::ObjectPtr& p : pods_->cache().list()) {
+        for (const kube::ObjectPtr& p : localPods()) {
           (void)reflector_->enqueue("Pod", kube::objectKey(*p));
         }
         l.lock();
@@ -505,6 +615,10 @@ void ConsumerReflection::housekeeping(std::stop_token stop) {
 
 void ConsumerReflection::recordEvent(const json& remote, const std::string& originUid) {
   std::vector<kube::ObjectPtr> pods = pods_->cache().byIndex(kUidIndex, originUid);
+  for (const std::shared_ptr<kube::Informer>& i : poolInformers()) {
+    if (!pods.empty()) break;
+    pods = i->cache().byIndex(kUidIndex, originUid);
+  }
   if (pods.empty()) return;  // the local Pod is gone
   const json& pod = *pods.front();
   kube::EventFields fields;

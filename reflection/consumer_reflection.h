@@ -2,7 +2,10 @@
 // The consumer side of reflection for one peering, in one place: everything that carries the
 // Pods bound to one virtual node to the provider and their state back.
 //  - a StreamClient: one bidirectional gRPC stream to the provider agent (stream_client.h);
-//  - a local Pod informer (fieldSelector spec.nodeName=<virtual node>, compact cache);
+//  - a local Pod informer (fieldSelector spec.nodeName=<virtual node>, compact cache), and
+//    one more per pool node of the peering (spec.nodeName=strait-<provider>-<pool>), added
+//    and removed as the pools come and go; all of them travel on the one stream, and the
+//    Pods of a pool node are pinned to the pool (pod_forge.h);
 //  - the generic Reflector with one registered KindReflector per reflected kind: the
 //    PodReflector (which also carries each Pod's ConfigMaps, Secrets and ServiceAccount), and
 //    the ServiceReflector and EndpointSliceReflector (service_reflector.h) over informers of
@@ -36,6 +39,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -47,6 +51,7 @@
 
 #include "base/thread_annotations.h"
 #include "kube/client.h"
+#include "peering/pools.h"
 #include "peering/transport.h"
 #include "reflection/namespace_mapping.h"
 #include "reflection/pod_overrides.h"
@@ -107,6 +112,11 @@ struct ConsumerReflectionOptions {
   // The imported Services/EndpointSlices/conflicts changed (from the importer's thread), e.g.
   // to publish them in the ForeignCluster status. Optional.
   std::function<void(const ServiceImportCounts&)> onImportCounts;
+  // The peering's pools by their virtual node's name (strait-<provider>-<pool>): the Pods
+  // bound to those nodes are reflected too. nullopt while not known yet: the resync (and so
+  // the provider's orphan sweep) waits for it. Called from the housekeeping thread about
+  // once a second; may do I/O. Optional: no pools.
+  std::function<std::optional<std::map<std::string, peering::PoolSpec>>()> pools;
   // Stream health, for the virtual node's Ready condition. Optional.
   std::function<void()> onConnected;
   std::function<void()> onMessage;
@@ -135,6 +145,8 @@ class ConsumerReflection {
   // Resyncs completed (RESYNC_DONE sent).
   uint64_t resyncs() const;
   StreamCounters counters() const;
+  // The pool nodes whose Pods are reflected now, sorted.
+  std::vector<std::string> poolNodes() const;
   // Services, EndpointSlices reflected and conflicts now.
   ServiceReflectionCounts serviceCounts() const;
   // Services, EndpointSlices imported from the provider and conflicts now.
@@ -157,6 +169,16 @@ class ConsumerReflection {
   // True when every Pod was written.
   bool markPodsUnreachable();
   bool isVirtualNode(const std::string& nodeName) const;
+  // The Pod informers of the pool nodes: one per pool node opts_.pools() names, started or
+  // stopped to match (housekeeping thread). A removed node's Pods are enqueued (gone here).
+  void syncPoolInformers();
+  std::vector<std::shared_ptr<kube::Informer>> poolInformers() const;
+  // Over the virtual node's Pods and its pool nodes'.
+  kube::ObjectPtr localPod(const std::string& key) const;
+  std::vector<kube::ObjectPtr> localPods() const;
+  // Every Pod informer has synced and the pools are known.
+  bool podsSynced() const;
+  std::optional<peering::PoolSpec> poolOfNode(const std::string& nodeName) const;
   // The Service and EndpointSlice informers and kinds (start(), when opts_.offloaded is set).
   kube::Status registerServiceKinds();
   void enqueueServiceSlices(const std::string& serviceKey);
@@ -170,6 +192,12 @@ class ConsumerReflection {
   std::unique_ptr<kube::Informer> slices_;
   std::unique_ptr<kube::Informer> virtualNodes_;  // set when virtualNodeSelector is
   ServiceReflectionState serviceState_;  // own lock
+
+  // The pool nodes' Pod informers (syncPoolInformers) and the pools.
+  mutable base::Mutex poolMu_;
+  std::map<std::string, std::shared_ptr<kube::Informer>> poolPods_ GUARDED_BY(poolMu_);
+  std::map<std::string, peering::PoolSpec> poolSpecs_ GUARDED_BY(poolMu_);  // by node
+  bool poolsKnown_ GUARDED_BY(poolMu_) = false;
   std::unique_ptr<Reflector> reflector_;
 
   mutable base::Mutex mu_;

@@ -287,11 +287,22 @@ kube::Result<json> forgeRemotePod(const json& local, const PodForgeContext& ctx)
                                "virtual nodes",
                            "metadata.ownerReferences");
   }
+  const std::string boundTo = kube::stringOf(local["spec"], "nodeName");
+  std::optional<peering::PoolSpec> pool;
+  if (ctx.poolOfNode && !boundTo.empty() && boundTo != ctx.virtualNodeName) {
+    pool = ctx.poolOfNode(boundTo);
+  }
   json spec = local["spec"];
   stripSchedulingFields(spec, ctx.virtualNodeLabelKeys);
   mapAffinityNamespaces(spec, kube::getNamespace(local), ctx.remoteNamespace);
   handleServiceAccountToken(spec, ctx);
-  resolveDownwardEnv(spec, local, ctx);
+  if (pool) {
+    PodForgeContext onPool = ctx;
+    onPool.virtualNodeName = boundTo;  // the downward spec.nodeName
+    resolveDownwardEnv(spec, local, onPool);
+  } else {
+    resolveDownwardEnv(spec, local, ctx);
+  }
 
   json remote = json::object();
   remote["apiVersion"] = "v1";
@@ -300,6 +311,9 @@ kube::Result<json> forgeRemotePod(const json& local, const PodForgeContext& ctx)
   remote["spec"] = std::move(spec);
   for (const std::shared_ptr<const PodOverride>& o : ctx.overrides) {
     if (kube::Status st = applyPodOverride(remote, *o); !st.ok()) return st.error();
+  }
+  if (pool) {
+    if (kube::Status st = peering::pinPodToPool(remote, *pool); !st.ok()) return st.error();
   }
   return remote;
 }

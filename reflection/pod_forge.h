@@ -32,17 +32,25 @@
 //    Downward API *volumes* are passed unchanged (metadata.namespace there shows the remote
 //    namespace: a known gap).
 //  - status is dropped.
-//  - Last, the OffloadingOverrides in `overrides` (pod_overrides.h), in order; one that fails
+//  - Then the OffloadingOverrides in `overrides` (pod_overrides.h), in order; one that fails
 //    makes the forge fail (Invalid naming the override).
+//  - Last, a Pod bound to a pool's virtual node (`poolOfNode` knows its spec.nodeName) is
+//    pinned to the pool (peering::pinPodToPool: the strait.io/peering-pool label and the
+//    pool's node selector), so the provider admits it and schedules it on the pool's nodes;
+//    its downward spec.nodeName is the pool node. A Pod selecting another value for one of
+//    the pool's selector keys is Invalid (it could never run there).
 // Refused (Forbidden): Pods controlled by a DaemonSet (they belong on real nodes; a virtual
 // node must never run them). Invalid: input that is not a Pod with metadata.name, uid,
 // namespace and spec.containers.
 
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "kube/status.h"
+#include "peering/pools.h"
 #include "reflection/pod_overrides.h"
 
 namespace strait::reflection {
@@ -60,6 +68,9 @@ struct PodForgeContext {
   std::string serviceAccountTokenSecret;
   // The overrides for this Pod and provider (chosen by the caller), applied in order.
   PodOverrides overrides;
+  // The pool whose virtual node is `nodeName`, or nullopt when it is no pool node of this
+  // peering. Optional (then no Pod is pinned); must be thread-safe and must not block.
+  std::function<std::optional<peering::PoolSpec>(const std::string& nodeName)> poolOfNode;
 };
 
 // The remote Pod for `local`. Pure; thread-safe.

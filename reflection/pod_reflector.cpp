@@ -17,7 +17,15 @@ namespace res = kube::resources;
 
 PodReflector::PodReflector(kube::Client& local, const kube::Cache& localPods,
                            RemoteObjects& remote, PodReflectorOptions opts)
-    : local_(local), localPods_(localPods), remote_(remote), opts_(std::move(opts)) {}
+    : local_(local),
+      localPod_([&localPods](const std::string& key) { return localPods.get(key); }),
+      remote_(remote),
+      opts_(std::move(opts)) {}
+
+PodReflector::PodReflector(kube::Client& local,
+                           std::function<kube::ObjectPtr(const std::string& key)> localPod,
+                           RemoteObjects& remote, PodReflectorOptions opts)
+    : local_(local), localPod_(std::move(localPod)), remote_(remote), opts_(std::move(opts)) {}
 
 void PodReflector::event(const json& local, const std::string& type, const std::string& reason,
                          const std::string& message) {
@@ -93,7 +101,7 @@ kube::Status PodReflector::reflectDependencies(const json& local, const std::str
 }
 
 HandleResult PodReflector::handle(const std::string& key) {
-  kube::ObjectPtr localPtr = localPods_.get(key);
+  kube::ObjectPtr localPtr = localPod_(key);
   const size_t slash = key.find('/');
   if (slash == std::string::npos) {
     return HandleResult::done();  // not a namespaced key: nothing to do

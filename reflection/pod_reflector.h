@@ -55,6 +55,11 @@ class PodReflector : public KindReflector {
   // Pods bound to the virtual node.
   PodReflector(kube::Client& local, const kube::Cache& localPods, RemoteObjects& remote,
                PodReflectorOptions opts);
+  // The same over several caches: `localPod(key)` is the local Pod of that key in any of
+  // them (the virtual node's and its pool nodes'), null when none holds it. Must be
+  // thread-safe.
+  PodReflector(kube::Client& local, std::function<kube::ObjectPtr(const std::string& key)> localPod,
+               RemoteObjects& remote, PodReflectorOptions opts);
 
   std::string kind() const override { return "Pod"; }
   HandleResult handle(const std::string& key) override;
@@ -67,7 +72,7 @@ class PodReflector : public KindReflector {
              const std::string& message);
 
   kube::Client& local_;
-  const kube::Cache& localPods_;
+  const std::function<kube::ObjectPtr(const std::string& key)> localPod_;
   RemoteObjects& remote_;
   const PodReflectorOptions opts_;
 };

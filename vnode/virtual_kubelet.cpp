@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <set>
+
 #include "kube/object.h"
 #include "kube/validation.h"
 #include "peering/foreign_cluster.h"
@@ -82,6 +84,9 @@ kube::Status VirtualKubelet::start() {
   // Labels given at peering exist on the virtual node only: selectors on them chose the
   // provider and mean nothing to its nodes.
   for (const auto& [k, v] : no.node.extraLabels) ro.nodeLabelKeys.insert(k);
+  // The pool label exists on the pool nodes only; the forge pins a pool's Pods itself.
+  ro.nodeLabelKeys.insert(std::string(peering::kLabelPool));
+  ro.pools = [this] { return poolsByNode(); };
   ro.mapping = mapping;
   ro.namespacesSynced = [offloads] { return offloads->hasSynced(); };
   ro.offloaded = [offloads](const std::string& ns) { return offloads->offloaded(ns); };
@@ -221,6 +226,57 @@ kube::Status VirtualKubelet::startKubeletServer() {
   if (kube::Status s = (*server)->start(); !s.ok()) return s;
   kubelet_ = std::move(*server);
   return kube::Status::OK();
+}
+
+int VirtualKubelet::kubeletPort() const {
+  if (kubelet_) return kubelet_->port();
+  return opts_.kubeletPort == 0 ? 10250 : opts_.kubeletPort;
+}
+
+std::optional<std::map<std::string, peering::PoolSpec>> VirtualKubelet::poolsByNode() {
+  const std::shared_ptr<peering::LivePeering> peering = opts_.peering;
+  std::set<std::string> granted;
+  for (const peering::PoolGrant& g : peering->pools()) granted.insert(g.name);
+  const auto now = std::chrono::steady_clock::now();
+  bool read = false;
+  {
+    base::MutexLock l(mu_);
+    if (!specPools_ || now - specPoolsRead_ >= 30s) {
+      read = true;
+    } else if (now - specPoolsRead_ >= 2s) {
+      std::set<std::string> known;
+      for (const peering::PoolSpec& p : *specPools_) known.insert(p.name);
+      read = known != granted;
+    }
+  }
+  if (read) {
+    kube::Result<json> fc = local_.get(peering::kForeignClusters, "", peering->providerName());
+    std::optional<std::vector<peering::PoolSpec>> pools;
+    if (fc.ok()) {
+      kube::Result<std::vector<peering::PoolSpec>> p = peering::poolsOfForeignCluster(*fc);
+      if (p.ok()) {
+        pools = std::move(*p);
+      } else {
+        spdlog::warn("event=pools_unread node={} error=\"{}\"", nodeName_, p.error().message);
+      }
+    } else if (kube::isNotFound(fc.error())) {
+      pools.emplace();
+    } else {
+      spdlog::warn("event=pools_unread node={} error=\"{}\"", nodeName_, fc.error().message);
+    }
+    base::MutexLock l(mu_);
+    if (pools) {
+      specPools_ = std::move(pools);
+      specPoolsRead_ = now;
+    }
+  }
+  base::MutexLock l(mu_);
+  if (!specPools_) return std::nullopt;
+  std::map<std::string, peering::PoolSpec> out;
+  for (const peering::PoolSpec& p : *specPools_) {
+    out[peering::poolNodeName(peering->providerName(), p.name)] = p;
+  }
+  return out;
 }
 
 void VirtualKubelet::stop() {

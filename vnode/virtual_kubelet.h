@@ -6,7 +6,10 @@
 //  - the ConsumerReflection (reflection/consumer_reflection.h): the stream to the provider,
 //    the Pod informer and reflector, the resync and the provider's Events;
 //  - "does not fit any single provider node" from the provider summary;
-//  - the kubelet API (kubectl logs / exec on offloaded Pods), relayed to the provider;
+//  - the kubelet API (kubectl logs / exec on offloaded Pods), relayed to the provider; the
+//    peering's pool nodes (pool_nodes.h) advertise the same endpoint;
+//  - the Pods bound to the peering's pool nodes (strait-<provider>-<pool>, from the
+//    ForeignCluster's spec.pools) reflected on the same stream, pinned to their pool;
 //  - the OffloadingOverrides of the consumer's namespaces (offloading_overrides.h), applied
 //    to the remote Pods of this provider;
 //  - the offloaded namespaces (NamespaceOffloads): each namespace's naming (default or
@@ -20,11 +23,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "base/thread_annotations.h"
 #include "kube/client.h"
 #include "peering/observer.h"
+#include "peering/pools.h"
 #include "reflection/namespace_mapping.h"
 
 namespace strait::reflection {
@@ -77,6 +83,11 @@ class VirtualKubelet {
   bool streamReady() const;
   // Resyncs completed (RESYNC_DONE sent), for tests and logs.
   uint64_t resyncs() const;
+  // The reflection stream's health (the pool nodes' Ready follows it too); null before
+  // start(). Owned by this object.
+  const StreamHealth* health() const { return health_.get(); }
+  // The port the kubelet API listens on (the configured one when it did not start).
+  int kubeletPort() const;
 
  private:
   // spec.virtualNodeLabels of the provider's ForeignCluster (`strait peer --label`); empty
@@ -84,6 +95,11 @@ class VirtualKubelet {
   std::map<std::string, std::string> virtualNodeLabels(const std::string& providerName);
   // Serving certificate by CSR, then the kubelet API server on nodeAddress:kubeletPort.
   kube::Status startKubeletServer();
+  // The peering's pools by node name from spec.pools of its ForeignCluster, read again when
+  // the pools in the last heartbeat differ from those read (at most every 2 s) and every
+  // 30 s; nullopt until the first read (a missing ForeignCluster reads as no pools).
+  // Reflection housekeeping thread only.
+  std::optional<std::map<std::string, peering::PoolSpec>> poolsByNode();
 
   kube::Client& local_;
   const VirtualKubeletOptions opts_;
@@ -97,6 +113,9 @@ class VirtualKubelet {
 
   base::Mutex mu_;
   bool started_ GUARDED_BY(mu_) = false;
+  // poolsByNode's last read.
+  std::optional<std::vector<peering::PoolSpec>> specPools_ GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point specPoolsRead_ GUARDED_BY(mu_);
 };
 
 }  // namespace strait::vnode

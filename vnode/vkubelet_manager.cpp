@@ -53,23 +53,9 @@ void VirtualKubeletManager::peeringUp(std::shared_ptr<peering::LivePeering> peer
     }
   }
   if (previousPools) previousPools->stop();
-  PoolNodesOptions po;
-  po.peering = peering;
-  po.nodeAddress = templ_.nodeAddress;
-  po.kubeletPort = port;
-  po.taintEffect = templ_.taintEffect;
-  po.pollInterval = templ_.nodePollInterval;
-  po.streamGrace = templ_.streamGrace;
-  auto pools = std::make_unique<PoolNodes>(local_, po);
-  if (kube::Status s = pools->start(); !s.ok()) {
-    spdlog::error("event=pool_nodes_start_failed provider={} error=\"{}\"", id, s.error().message);
-  } else {
-    base::MutexLock l(mu_);
-    if (!stopped_) pools_[id] = std::move(pools);
-  }
   VirtualKubeletOptions o = templ_;
   o.kubeletPort = port;
-  o.peering = std::move(peering);
+  o.peering = peering;
   auto vk = std::make_unique<VirtualKubelet>(local_, std::move(o));
   if (kube::Status s = vk->start(); !s.ok()) {
     spdlog::error("event=virtual_kubelet_start_failed provider={} error=\"{}\"", id,
@@ -77,9 +63,25 @@ void VirtualKubeletManager::peeringUp(std::shared_ptr<peering::LivePeering> peer
     vk->stop();
     return;
   }
+  // The pool nodes share the virtual kubelet's stream (their Ready follows its health) and
+  // its kubelet API endpoint (logs and exec of their Pods).
+  PoolNodesOptions po;
+  po.peering = std::move(peering);
+  po.nodeAddress = templ_.nodeAddress;
+  po.kubeletPort = vk->kubeletPort();
+  po.taintEffect = templ_.taintEffect;
+  po.pollInterval = templ_.nodePollInterval;
+  po.streamGrace = templ_.streamGrace;
+  po.health = vk->health();
+  auto pools = std::make_unique<PoolNodes>(local_, po);
   base::MutexLock l(mu_);
-  if (stopped_) return;  // vk stops as it goes out of scope
+  if (stopped_) return;  // both stop as they go out of scope (the pool nodes first)
   kubelets_[id] = std::move(vk);
+  if (kube::Status s = pools->start(); !s.ok()) {
+    spdlog::error("event=pool_nodes_start_failed provider={} error=\"{}\"", id, s.error().message);
+  } else {
+    pools_[id] = std::move(pools);
+  }
 }
 
 void VirtualKubeletManager::peeringDown(const std::string& providerId) {

@@ -9,12 +9,18 @@
 //  - `strait pool resize` changes the pool node's capacity in seconds;
 //  - `strait pool remove` is refused while a Pod is bound to the pool's node, `--drain`
 //    evicts it (Eviction API) and removes the pool and its node;
-//  - bad pool arguments are refused with a message naming them.
+//  - bad pool arguments are refused with a message naming them;
+//  - the pool nodes are Ready while the peering's reflection stream is up, with its kubelet
+//    endpoint;
+//  - a Pod selecting the GPU pool's node runs there: its remote Pod is pinned to the pool
+//    (label and node selector) and runs on a provider GPU node; a resize keeps it (same
+//    remote Pod); unpeer and pool remove are refused with it, --drain removes it.
 // ctest runs each test in a process of its own, with fresh clusters.
 
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "e2e/offload_fixture.h"
@@ -185,6 +191,109 @@ TEST_F(OffloadPoolsTest, RemoveIsRefusedWithPodsUnlessDrained) {
                                "-o", "json"});
   ASSERT_EQ(list.exitCode, 0) << list.describe();
   EXPECT_EQ(json::parse(list.out).size(), 1u) << list.out;
+}
+
+TEST_F(OffloadPoolsTest, PoolNodesAreReadyWhileTheStreamIsUp) {
+  auto ready = [&](const std::string& node) {
+    json n = getJson(*home_, {"get", "node", node});
+    if (!n.is_object()) return std::string();
+    for (const json& c : n.value("/status/conditions"_json_pointer, json::array())) {
+      if (c.value("type", "") == "Ready") return c.value("status", "");
+    }
+    return std::string();
+  };
+  EXPECT_TRUE(waitFor([&] { return ready(kGpuNode) == "True"; }, 30s))
+      << kubectl(*home_, {"get", "node", kGpuNode, "-o", "yaml"}).out << agentLogs();
+  EXPECT_TRUE(waitFor([&] { return ready(kGeneralNode) == "True"; }, 30s))
+      << kubectl(*home_, {"get", "node", kGeneralNode, "-o", "yaml"}).out << agentLogs();
+  // The same kubelet endpoint as the peering's node (logs and exec of their Pods).
+  auto port = [&](const std::string& node) {
+    json n = getJson(*home_, {"get", "node", node});
+    return n.is_object() ? n.value("/status/daemonEndpoints/kubeletEndpoint/Port"_json_pointer, 0)
+                         : -1;
+  };
+  EXPECT_GT(port(kVirtualNode), 0);
+  EXPECT_EQ(port(kGpuNode), port(kVirtualNode));
+}
+
+TEST_F(OffloadPoolsTest, APodOnThePoolNodeRunsOnThePoolsProviderNodes) {
+  ASSERT_TRUE(waitFor([&] { return allocatable(kGpuNode, "nvidia.com/gpu") == "1"; }, 30s))
+      << agentLogs();
+  ASSERT_EQ(offloadNamespace("ml"), "");
+  // Scheduled by home's scheduler: only the GPU pool's node has the pool label and a GPU.
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", "train"}, {"namespace", "ml"}}},
+              {"spec",
+               {{"terminationGracePeriodSeconds", 0},
+                {"nodeSelector", {{"strait.io/peering-pool", "gpu"}}},
+                {"tolerations",
+                 json::array({{{"key", "virtual-node.strait.io/not-allowed"},
+                               {"operator", "Exists"}}})},
+                {"containers",
+                 json::array({{{"name", "c"},
+                               {"image", "busybox"},
+                               {"resources",
+                                {{"requests", {{"cpu", "500m"}, {"nvidia.com/gpu", "1"}}},
+                                 {"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}}};
+  CommandResult created = kubectl(*home_, {"create", "-f", "-"}, pod.dump());
+  ASSERT_EQ(created.exitCode, 0) << created.describe();
+
+  auto local = [&] { return getJson(*home_, {"get", "pod", "train", "-n", "ml"}); };
+  const std::string remoteNs = remoteNamespace("ml");
+  auto remote = [&] { return getJson(*cloud_, {"get", "pod", "train", "-n", remoteNs}); };
+  auto diag = [&] {
+    return kubectl(*home_, {"get", "pods", "-A", "-o", "wide"}).out +
+           kubectl(*cloud_, {"get", "pods", "-A", "-o", "wide"}).out +
+           kubectl(*home_, {"get", "events", "-n", "ml"}).out + agentLogs();
+  };
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json l = local();
+        return l.is_object() && l.value("/spec/nodeName"_json_pointer, "") == kGpuNode &&
+               l.value("/status/phase"_json_pointer, "") == "Running";
+      },
+      60s))
+      << diag();
+  json r = remote();
+  ASSERT_TRUE(r.is_object()) << diag();
+  EXPECT_EQ(r.value("/metadata/labels/strait.io~1peering-pool"_json_pointer, ""), "gpu")
+      << r.dump();
+  EXPECT_EQ(r.value("/spec/nodeSelector/strait.io~1test-gpu"_json_pointer, ""), "true")
+      << r.dump();
+  const std::string providerNode = r.value("/spec/nodeName"_json_pointer, "");
+  ASSERT_FALSE(providerNode.empty()) << r.dump();
+  json pn = getJson(*cloud_, {"get", "node", providerNode});
+  ASSERT_TRUE(pn.is_object());
+  EXPECT_EQ(pn.value("/metadata/labels/strait.io~1test-gpu"_json_pointer, ""), "true")
+      << "remote Pod placed on " << providerNode << ", not a GPU node";
+  const std::string remoteUid = r.value("/metadata/uid"_json_pointer, "");
+  ASSERT_FALSE(remoteUid.empty());
+
+  // A resize changes the node's capacity; the Pod keeps running, the same remote Pod.
+  CommandResult resized = strait({"pool", "resize", "cloud", "gpu:cpu=3", "--kubeconfig",
+                                  home_->kubeconfig()});
+  ASSERT_EQ(resized.exitCode, 0) << resized.describe();
+  ASSERT_TRUE(waitFor([&] { return allocatable(kGpuNode, "cpu") == "3"; }, 20s)) << agentLogs();
+  std::this_thread::sleep_for(2s);  // a few reflection rounds after the change
+  EXPECT_EQ(local().value("/status/phase"_json_pointer, ""), "Running") << diag();
+  EXPECT_EQ(remote().value("/metadata/uid"_json_pointer, ""), remoteUid) << diag();
+
+  // The peering and the pool cannot end under it without --drain.
+  CommandResult unpeer = strait({"unpeer", "--remote-name", "cloud", "--kubeconfig",
+                                 home_->kubeconfig()});
+  EXPECT_NE(unpeer.exitCode, 0) << unpeer.describe();
+  EXPECT_NE(unpeer.err.find("ml/train"), std::string::npos) << unpeer.describe();
+  EXPECT_EQ(remote().value("/metadata/uid"_json_pointer, ""), remoteUid) << diag();
+  CommandResult refused = strait({"pool", "remove", "cloud", "gpu", "--kubeconfig",
+                                  home_->kubeconfig()});
+  EXPECT_EQ(refused.exitCode, 1) << refused.describe();
+  EXPECT_NE(refused.err.find("ml/train"), std::string::npos) << refused.err;
+  CommandResult drained = strait({"pool", "remove", "cloud", "gpu", "--drain", "--timeout", "60s",
+                                  "--kubeconfig", home_->kubeconfig()});
+  ASSERT_EQ(drained.exitCode, 0) << drained.describe();
+  EXPECT_TRUE(waitFor([&] { return !remote().is_object(); }, 30s))
+      << "remote Pod left behind" << diag();
 }
 
 TEST_F(OffloadPoolsTest, BadPoolArgumentsAreRefusedNamingThem) {
