@@ -170,6 +170,44 @@ TEST(PodForge, DownwardApiEnvIsResolved) {
   EXPECT_EQ(envOf(pod, "PLAIN")["value"], "v");
 }
 
+TEST(PodForge, APoolNodesPodIsPinnedToThePool) {
+  PodForgeContext c = ctx();
+  c.virtualNodeLabelKeys.insert("strait.io/peering-pool");
+  peering::PoolSpec gpu;
+  gpu.name = "gpu";
+  gpu.nodeSelector = {{"nvidia.com/gpu.present", "true"}};
+  c.poolOfNode = [gpu](const std::string& node) -> std::optional<peering::PoolSpec> {
+    if (node == "strait-cloud-gpu") return gpu;
+    return std::nullopt;
+  };
+  json local = localPod();
+  local["spec"]["nodeName"] = "strait-cloud-gpu";
+  local["spec"]["nodeSelector"]["strait.io/peering-pool"] = "gpu";
+  auto r = forgeRemotePod(local, c);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ((*r)["metadata"]["labels"]["strait.io/peering-pool"], "gpu");
+  // The pool's selector added; the pool node's own label key stripped, others kept.
+  EXPECT_EQ((*r)["spec"]["nodeSelector"],
+            json({{"nvidia.com/gpu.present", "true"}, {"topology.kubernetes.io/zone", "eu-1a"}}));
+  EXPECT_EQ(peering::podPool(*r), "gpu");
+  EXPECT_TRUE(peering::podPinnedTo(*r, gpu.nodeSelector));
+  EXPECT_EQ(envOf(*r, "NODE")["value"], "strait-cloud-gpu");
+
+  // Bound to the peering's own node: not pinned, whatever poolOfNode says.
+  auto plain = forgeRemotePod(localPod(), c);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE((*plain)["metadata"]["labels"].contains("strait.io/peering-pool"));
+  EXPECT_FALSE((*plain)["spec"]["nodeSelector"].contains("nvidia.com/gpu.present"));
+
+  // A selector the pool's nodes can never match is refused, naming it.
+  local["spec"]["nodeSelector"]["nvidia.com/gpu.present"] = "false";
+  auto contradicts = forgeRemotePod(local, c);
+  ASSERT_FALSE(contradicts.ok());
+  EXPECT_EQ(contradicts.error().code, kube::Code::Invalid);
+  EXPECT_NE(contradicts.error().message.find("nvidia.com/gpu.present"), std::string::npos)
+      << contradicts.error().message;
+}
+
 TEST(PodForge, DaemonSetPodsAreRefused) {
   json pod = localPod();
   pod["metadata"]["ownerReferences"][0]["kind"] = "DaemonSet";
