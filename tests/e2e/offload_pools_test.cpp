@@ -14,7 +14,8 @@
 //    endpoint;
 //  - a Pod selecting the GPU pool's node runs there: its remote Pod is pinned to the pool
 //    (label and node selector) and runs on a provider GPU node; a resize keeps it (same
-//    remote Pod); unpeer and pool remove are refused with it, --drain removes it.
+//    remote Pod); logs and exec reach it; unpeer and pool remove are refused with it,
+//    --drain removes it.
 // ctest runs each test in a process of its own, with fresh clusters.
 
 #include <gtest/gtest.h>
@@ -269,6 +270,19 @@ TEST_F(OffloadPoolsTest, APodOnThePoolNodeRunsOnThePoolsProviderNodes) {
       << "remote Pod placed on " << providerNode << ", not a GPU node";
   const std::string remoteUid = r.value("/metadata/uid"_json_pointer, "");
   ASSERT_FALSE(remoteUid.empty());
+
+  // Logs and exec through the pool node's kubelet endpoint (the peering's kubelet API).
+  CommandResult logs;
+  EXPECT_TRUE(waitFor(
+      [&] {
+        logs = kubectl(*home_, {"logs", "-n", "ml", "train"});
+        return logs.exitCode == 0 && logs.out.find("started") != std::string::npos;
+      },
+      30s))
+      << logs.describe() << diag();
+  CommandResult ex = kubectl(*home_, {"exec", "-n", "ml", "train", "--", "echo", "hi"});
+  EXPECT_EQ(ex.exitCode, 0) << ex.describe();
+  EXPECT_EQ(ex.out, "hi\n") << ex.describe();
 
   // A resize changes the node's capacity; the Pod keeps running, the same remote Pod.
   CommandResult resized = strait({"pool", "resize", "cloud", "gpu:cpu=3", "--kubeconfig",
