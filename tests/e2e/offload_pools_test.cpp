@@ -10,7 +10,8 @@
 //  - `strait pool remove` is refused while a Pod is bound to the pool's node, `--drain`
 //    evicts it (Eviction API) and removes the pool and its node;
 //  - bad pool arguments are refused with a message naming them;
-//  - the pool nodes are Ready while the peering's reflection stream is up, with its kubelet
+//  - the pool nodes are Ready while the peering's reflection stream is up, NotReady with
+//    the peering's node after the grace when the provider agent is gone, with its kubelet
 //    endpoint;
 //  - a Pod selecting the GPU pool's node runs there: its remote Pod is pinned to the pool
 //    (label and node selector) and runs on a provider GPU node; a resize keeps it (same
@@ -57,6 +58,8 @@ class OffloadPoolsTest : public OffloadSuite {
                   "--pool", "general:cpu=4,memory=8Gi,pods=20@strait.io/test-tier=general",
                   "--pool", "gpu:cpu=2,memory=4Gi,pods=10,nvidia.com/gpu=1@strait.io/test-gpu=true"};
     s.namespaces = {};
+    // NotReady 3 s after the provider agent goes away (PoolNodesFollowTheStreamHealth).
+    s.homeAgentArgs = {"--vnode-stream-grace", "3s"};
     startAll(s);
   }
   static void TearDownTestSuite() { stopAll(); }
@@ -194,18 +197,20 @@ TEST_F(OffloadPoolsTest, RemoveIsRefusedWithPodsUnlessDrained) {
   EXPECT_EQ(json::parse(list.out).size(), 1u) << list.out;
 }
 
-TEST_F(OffloadPoolsTest, PoolNodesAreReadyWhileTheStreamIsUp) {
+TEST_F(OffloadPoolsTest, PoolNodesFollowTheStreamHealth) {
+  // "status reason" of the node's Ready condition.
   auto ready = [&](const std::string& node) {
     json n = getJson(*home_, {"get", "node", node});
     if (!n.is_object()) return std::string();
     for (const json& c : n.value("/status/conditions"_json_pointer, json::array())) {
-      if (c.value("type", "") == "Ready") return c.value("status", "");
+      if (c.value("type", "") == "Ready") return c.value("status", "") + " " + c.value("reason", "");
     }
     return std::string();
   };
-  EXPECT_TRUE(waitFor([&] { return ready(kGpuNode) == "True"; }, 30s))
+  auto isReady = [&](const std::string& node) { return ready(node).rfind("True", 0) == 0; };
+  ASSERT_TRUE(waitFor([&] { return isReady(kGpuNode); }, 30s))
       << kubectl(*home_, {"get", "node", kGpuNode, "-o", "yaml"}).out << agentLogs();
-  EXPECT_TRUE(waitFor([&] { return ready(kGeneralNode) == "True"; }, 30s))
+  ASSERT_TRUE(waitFor([&] { return isReady(kGeneralNode); }, 30s))
       << kubectl(*home_, {"get", "node", kGeneralNode, "-o", "yaml"}).out << agentLogs();
   // The same kubelet endpoint as the peering's node (logs and exec of their Pods).
   auto port = [&](const std::string& node) {
@@ -215,6 +220,23 @@ TEST_F(OffloadPoolsTest, PoolNodesAreReadyWhileTheStreamIsUp) {
   };
   EXPECT_GT(port(kVirtualNode), 0);
   EXPECT_EQ(port(kGpuNode), port(kVirtualNode));
+
+  // The provider agent gone: after the grace the pool nodes turn NotReady with the peering's
+  // node, for the same reason; back when it returns.
+  cloudAgent_->kill();
+  EXPECT_TRUE(waitFor(
+      [&] {
+        const std::string v = ready(kVirtualNode);
+        return v.rfind("False", 0) == 0 && ready(kGpuNode) == v && ready(kGeneralNode) == v;
+      },
+      30s))
+      << ready(kVirtualNode) << " / " << ready(kGpuNode) << " / " << ready(kGeneralNode)
+      << agentLogs();
+  ASSERT_EQ(cloudAgent_->restart(), "");
+  EXPECT_TRUE(waitFor(
+      [&] { return isReady(kVirtualNode) && isReady(kGpuNode) && isReady(kGeneralNode); }, 60s))
+      << ready(kVirtualNode) << " / " << ready(kGpuNode) << " / " << ready(kGeneralNode)
+      << agentLogs();
 }
 
 TEST_F(OffloadPoolsTest, APodOnThePoolNodeRunsOnThePoolsProviderNodes) {
