@@ -8,7 +8,9 @@
 // loses its node (deleted) within one poll.
 //
 // Readiness: each pool node follows `health`, the reflection stream's health of the peering's
-// virtual kubelet; without one it stays NotReady (ReflectionStreamNotConnected).
+// virtual kubelet, whose stream also carries the pool nodes' Pods (the manager passes it);
+// without one it stays NotReady (ReflectionStreamNotConnected). `kubeletPort` is the virtual
+// kubelet's, which serves logs and exec for the Pods of every node of the peering.
 //
 // Constructor does no I/O; start() starts one thread. Thread-safe: start/stop/removeNodes
 // from the manager's thread, nodeNames from any thread.
