@@ -15,7 +15,8 @@
 //    endpoint;
 //  - a Pod selecting the GPU pool's node runs there: its remote Pod is pinned to the pool
 //    (label and node selector) and runs on a provider GPU node; a resize keeps it (same
-//    remote Pod); logs and exec reach it; unpeer and pool remove are refused with it,
+//    remote Pod), so does a consumer agent restart (its resync covers the pool node's
+//    Pods); logs and exec reach it; unpeer and pool remove are refused with it,
 //    --drain removes it.
 // ctest runs each test in a process of its own, with fresh clusters.
 
@@ -265,6 +266,9 @@ TEST_F(OffloadPoolsTest, APodOnThePoolNodeRunsOnThePoolsProviderNodes) {
   auto local = [&] { return getJson(*home_, {"get", "pod", "train", "-n", "ml"}); };
   const std::string remoteNs = remoteNamespace("ml");
   auto remote = [&] { return getJson(*cloud_, {"get", "pod", "train", "-n", remoteNs}); };
+  auto field = [](const json& o, const char* ptr) {
+    return o.is_object() ? o.value(json::json_pointer(ptr), std::string()) : std::string();
+  };
   auto diag = [&] {
     return kubectl(*home_, {"get", "pods", "-A", "-o", "wide"}).out +
            kubectl(*cloud_, {"get", "pods", "-A", "-o", "wide"}).out +
@@ -312,15 +316,33 @@ TEST_F(OffloadPoolsTest, APodOnThePoolNodeRunsOnThePoolsProviderNodes) {
   ASSERT_EQ(resized.exitCode, 0) << resized.describe();
   ASSERT_TRUE(waitFor([&] { return allocatable(kGpuNode, "cpu") == "3"; }, 20s)) << agentLogs();
   std::this_thread::sleep_for(2s);  // a few reflection rounds after the change
-  EXPECT_EQ(local().value("/status/phase"_json_pointer, ""), "Running") << diag();
-  EXPECT_EQ(remote().value("/metadata/uid"_json_pointer, ""), remoteUid) << diag();
+  EXPECT_EQ(field(local(), "/status/phase"), "Running") << diag();
+  EXPECT_EQ(field(remote(), "/metadata/uid"), remoteUid) << diag();
+
+  // A consumer agent restart: its resync (and so the provider's orphan sweep) covers the
+  // pool node's Pods, so the remote Pod is kept.
+  auto resyncs = [&] {
+    const std::string logs = homeAgent_->logs();
+    size_t n = 0;
+    for (size_t at = logs.find("event=resync_done "); at != std::string::npos;
+         at = logs.find("event=resync_done ", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  const size_t before = resyncs();
+  ASSERT_EQ(homeAgent_->restart(), "");
+  ASSERT_TRUE(waitFor([&] { return resyncs() > before; }, 60s)) << agentLogs();
+  std::this_thread::sleep_for(2s);  // the provider sweeps right after RESYNC_DONE
+  EXPECT_EQ(field(remote(), "/metadata/uid"), remoteUid) << diag();
+  EXPECT_EQ(field(local(), "/status/phase"), "Running") << diag();
 
   // The peering and the pool cannot end under it without --drain.
   CommandResult unpeer = strait({"unpeer", "--remote-name", "cloud", "--kubeconfig",
                                  home_->kubeconfig()});
   EXPECT_NE(unpeer.exitCode, 0) << unpeer.describe();
   EXPECT_NE(unpeer.err.find("ml/train"), std::string::npos) << unpeer.describe();
-  EXPECT_EQ(remote().value("/metadata/uid"_json_pointer, ""), remoteUid) << diag();
+  EXPECT_EQ(field(remote(), "/metadata/uid"), remoteUid) << diag();
   CommandResult refused = strait({"pool", "remove", "cloud", "gpu", "--kubeconfig",
                                   home_->kubeconfig()});
   EXPECT_EQ(refused.exitCode, 1) << refused.describe();
