@@ -16,6 +16,8 @@
 #include <iostream>
 #include <thread>
 
+#include "bench/bench_kube.h"
+#include "bench/proc_stats.h"
 #include "e2e/peering_fixture.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
@@ -27,13 +29,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::string loadavg() {
-  std::ifstream in("/proc/loadavg");
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
-
 double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
 struct Stats {
@@ -43,15 +38,6 @@ Stats stats(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   if (v.empty()) return {};
   return {v.front(), v[v.size() / 2], v.back()};
-}
-
-std::unique_ptr<kube::Client> client(const std::string& kubeconfig) {
-  kube::KubeconfigOptions o;
-  o.paths = {kubeconfig};
-  auto cfg = kube::loadKubeconfig(o);
-  if (!cfg.ok()) return nullptr;
-  auto c = kube::newClient(*cfg);
-  return c.ok() ? std::move(*c) : nullptr;
 }
 
 std::string connected(kube::Client& c) {
@@ -79,7 +65,7 @@ int main(int argc, char** argv) {
   setenv("STRAIT_BIN", strait.c_str(), 1);
   signal(SIGPIPE, SIG_IGN);
 
-  std::string loadBefore = loadavg();
+  std::string loadBefore = bench::loadavg();
   e2e::Minicluster consumer, provider;
   e2e::AgentProcess consumerAgent, providerAgent;
   std::vector<std::string> args = {"--heartbeat-interval", heartbeat, "--lost-after", lostAfter,
@@ -97,7 +83,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  auto consumerClient = client(consumer.kubeconfig());
+  auto consumerClient = bench::kubeClient(consumer.kubeconfig());
   if (!consumerClient) return 1;
   auto run = [&](std::vector<std::string> a) {
     a.insert(a.begin(), strait);
@@ -171,7 +157,7 @@ int main(int argc, char** argv) {
     e2e::waitFor([&] { return connected(*consumerClient) == "True"; }, 30s, 10ms);
   }
   unpeer();
-  std::string loadAfter = loadavg();
+  std::string loadAfter = bench::loadavg();
 
   Stats a = stats(inBand), b = stats(outOfBand), c = stats(lost), d = stats(pullInBand);
   if (json) {

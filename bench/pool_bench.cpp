@@ -14,6 +14,8 @@
 #include <fstream>
 #include <iostream>
 
+#include "bench/bench_kube.h"
+#include "bench/proc_stats.h"
 #include "e2e/peering_fixture.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
@@ -23,22 +25,6 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-std::string loadavg() {
-  std::ifstream in("/proc/loadavg");
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
-
-std::unique_ptr<kube::Client> client(const std::string& kubeconfig) {
-  kube::KubeconfigOptions o;
-  o.paths = {kubeconfig};
-  auto cfg = kube::loadKubeconfig(o);
-  if (!cfg.ok()) return nullptr;
-  auto c = kube::newClient(*cfg);
-  return c.ok() ? std::move(*c) : nullptr;
-}
 
 std::string allocatableCpu(kube::Client& c, const std::string& node) {
   auto n = c.get(kube::resources::kNodes, "", node);
@@ -71,7 +57,7 @@ int main(int argc, char** argv) {
   setenv("STRAIT_BIN", strait.c_str(), 1);
   signal(SIGPIPE, SIG_IGN);
 
-  const std::string loadBefore = loadavg();
+  const std::string loadBefore = bench::loadavg();
   e2e::Minicluster consumer, provider;
   e2e::AgentProcess consumerAgent, providerAgent;
   const std::vector<std::string> args = {"--heartbeat-interval", heartbeat, "--budget",
@@ -90,7 +76,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  auto home = client(consumer.kubeconfig());
+  auto home = bench::kubeClient(consumer.kubeconfig());
   if (!home) {
     std::cerr << "cannot read " << consumer.kubeconfig() << "\n";
     return 1;
@@ -131,7 +117,7 @@ int main(int argc, char** argv) {
   }
   std::sort(seconds.begin(), seconds.end());
   const double p50 = percentile(seconds, 0.5), p99 = percentile(seconds, 0.99);
-  const std::string loadAfter = loadavg();
+  const std::string loadAfter = bench::loadavg();
   if (json) {
     std::cout << nlohmann::json{{"bench", "pool_resize"},
                                 {"resizes", resizes},

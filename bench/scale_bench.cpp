@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "bench/proc_stats.h"
+#include "bench/bench_kube.h"
 #include "e2e/peering_fixture.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
@@ -50,15 +51,6 @@ struct Flags {
   bool skipFanOut = false;
   bool skipFanIn = false;
 };
-
-std::unique_ptr<kube::Client> client(const std::string& kubeconfig) {
-  kube::KubeconfigOptions o;
-  o.paths = {kubeconfig};
-  auto cfg = kube::loadKubeconfig(o);
-  if (!cfg.ok()) return nullptr;
-  auto c = kube::newClient(*cfg);
-  return c.ok() ? std::move(*c) : nullptr;
-}
 
 // "cpu=1,memory=2Gi" -> {cpu: 1, memory: 2Gi}; empty map when a part does not parse.
 std::map<std::string, kube::Quantity> parseResources(const std::string& text) {
@@ -220,7 +212,7 @@ int fanOut(const Flags& f) {
     std::fprintf(stderr, "scale_bench: %s\n", err.c_str());
     return 1;
   }
-  auto c = client(consumers[0]->kubeconfig());
+  auto c = bench::kubeClient(consumers[0]->kubeconfig());
   if (!c) return 1;
   std::vector<std::pair<const e2e::Minicluster*, const e2e::Minicluster*>> pairs;
   for (auto& p : providers) pairs.emplace_back(consumers[0].get(), p.get());
@@ -268,7 +260,7 @@ int fanIn(const Flags& f) {
     std::fprintf(stderr, "scale_bench: %s\n", err.c_str());
     return 1;
   }
-  auto p = client(providers[0]->kubeconfig());
+  auto p = bench::kubeClient(providers[0]->kubeconfig());
   if (!p) return 1;
   // The sum of the grants the provider recorded, checked against the budget every 100 ms
   // from the first `strait peer` on.

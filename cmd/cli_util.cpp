@@ -50,6 +50,11 @@ int failWith(const std::string& message) {
   return kExitFailure;
 }
 
+int usageError(const std::string& message) {
+  std::cerr << "error: " << message << "\n";
+  return kExitUsage;
+}
+
 std::string formatDuration(std::chrono::milliseconds d) {
   long long ms = d.count();
   if (ms == 0) return "0s";

@@ -24,6 +24,8 @@ inline constexpr int kExitInterrupted = 130;  // stopped by Ctrl-C / SIGTERM (st
 
 // Prints "error: <message>" to stderr and returns kExitFailure.
 int failWith(const std::string& message);
+// Prints "error: <message>" to stderr and returns kExitUsage (flags that do not go together).
+int usageError(const std::string& message);
 
 // "500ms", "30s", "5m", "1h", "2h30m"; a bare number is seconds. nullopt if malformed.
 std::optional<std::chrono::milliseconds> parseDuration(const std::string& text);

@@ -16,17 +16,6 @@
 namespace strait::cmd {
 namespace {
 
-int fail(const std::string& what) {
-  std::cerr << "error: " << what << "\n";
-  return kExitFailure;
-}
-
-// Bad usage: flags that do not go together.
-int usage(const std::string& what) {
-  std::cerr << "error: " << what << "\n";
-  return kExitUsage;
-}
-
 // The longest `strait token --ttl`: a token is a bearer secret, so it does not live long.
 constexpr std::chrono::hours kMaxTokenTtl{720};
 
@@ -44,21 +33,21 @@ int runToken(const TokenFlags& f) {
   setupLogging("warn");
   auto ttl = parseDuration(f.ttl);
   if (!ttl || *ttl < std::chrono::seconds(1) || *ttl > kMaxTokenTtl) {
-    return usage("--ttl: expected a duration from 1s to 720h (30 days)");
+    return usageError("--ttl: expected a duration from 1s to 720h (30 days)");
   }
-  if (!validMode(f.mode)) return usage("--mode: expected push or pull");
+  if (!validMode(f.mode)) return usageError("--mode: expected push or pull");
   bool pull = f.mode == "pull";
   if (pull != !f.consumerEndpoint.empty() || pull != !f.consumerCaFingerprint.empty()) {
-    return usage("--mode pull needs --consumer-endpoint and --consumer-ca-fingerprint (the "
+    return usageError("--mode pull needs --consumer-endpoint and --consumer-ca-fingerprint (the "
                 "consumer's ConfigMap strait-system/strait-agent: linkEndpoint, "
                 "caFingerprint), and only it takes them");
   }
   peering::PullTarget target{f.consumerEndpoint, f.consumerCaFingerprint, ""};
   auto client = clientFor(f.kubeconfig);
-  if (!client.ok()) return fail(client.error().message);
+  if (!client.ok()) return failWith(client.error().message);
   auto token = peering::issueToken(**client, std::chrono::duration_cast<std::chrono::seconds>(*ttl),
                                    pull ? &target : nullptr);
-  if (!token.ok()) return fail(token.error().message);
+  if (!token.ok()) return failWith(token.error().message);
   std::cout << token->reveal() << "\n";
   return 0;
 }
@@ -128,32 +117,32 @@ int runPeer(const PeerFlags& f) {
   setupLogging("warn");
   int sources = !f.token.empty() + !f.tokenFile.empty() + !f.remoteKubeconfig.empty();
   if (sources != 1) {
-    return usage("give exactly one of --token or --token-file (out-of-band) or "
+    return usageError("give exactly one of --token or --token-file (out-of-band) or "
                 "--remote-kubeconfig (in-band)");
   }
   auto timeout = parseDuration(f.timeout);
-  if (!timeout) return usage("--timeout: expected a duration like 60s");
-  if (!validMode(f.mode)) return usage("--mode: expected push or pull");
+  if (!timeout) return usageError("--timeout: expected a duration like 60s");
+  if (!validMode(f.mode)) return usageError("--mode: expected push or pull");
   std::string resources = "cpu=" + f.cpu + ",memory=" + f.memory + ",pods=" + f.pods;
   for (const std::string& r : f.resources) resources += "," + r;
   auto requested = peering::parseResourceArg(resources);
-  if (!requested.ok()) return usage(requested.error().message);
+  if (!requested.ok()) return usageError(requested.error().message);
   auto labels = parseVirtualNodeLabels(f.labels);
-  if (!labels.ok()) return usage(labels.error().message);
+  if (!labels.ok()) return usageError(labels.error().message);
   std::vector<peering::PoolSpec> pools;
   for (const std::string& p : f.pools) {
     auto pool = peering::parsePoolArg(p);
-    if (!pool.ok()) return usage("--pool: " + pool.error().message);
+    if (!pool.ok()) return usageError("--pool: " + pool.error().message);
     if (pool->requested.empty()) {
-      return usage("--pool " + p + ": no resources (NAME:cpu=4,memory=8Gi,...)");
+      return usageError("--pool " + p + ": no resources (NAME:cpu=4,memory=8Gi,...)");
     }
     pools.push_back(std::move(*pool));
   }
   if (kube::Status s = peering::validatePools(pools); !s.ok()) {
-    return usage("--pool: " + s.error().message);
+    return usageError("--pool: " + s.error().message);
   }
   auto consumer = clientFor(f.kubeconfig);
-  if (!consumer.ok()) return fail(consumer.error().message);
+  if (!consumer.ok()) return failWith(consumer.error().message);
   peering::PeerRequest req;
   req.requested = *requested;
   req.virtualNodeLabels = std::move(*labels);
@@ -162,25 +151,25 @@ int runPeer(const PeerFlags& f) {
   req.pull = f.mode == "pull";
   if (!f.remoteKubeconfig.empty()) {
     auto provider = clientFor(f.remoteKubeconfig);
-    if (!provider.ok()) return fail(provider.error().message);
+    if (!provider.ok()) return failWith(provider.error().message);
     kube::Result<peering::PullTarget> target = peering::PullTarget{};
     if (req.pull) {
       target = peering::consumerPullTarget(**consumer);
-      if (!target.ok()) return fail(target.error().message);
+      if (!target.ok()) return failWith(target.error().message);
     }
     auto token = peering::issueToken(**provider, std::chrono::minutes(10),
                                      req.pull ? &*target : nullptr);
-    if (!token.ok()) return fail("issuing a token on the provider: " + token.error().message);
+    if (!token.ok()) return failWith("issuing a token on the provider: " + token.error().message);
     req.token = token->reveal();
   } else if (!f.tokenFile.empty()) {
     auto token = readTokenFile(f.tokenFile);
-    if (!token.ok()) return fail(token.error().message);
+    if (!token.ok()) return failWith(token.error().message);
     req.token = *token;
   } else {
     req.token = f.token;
   }
   auto result = peering::requestPeering(**consumer, req);
-  if (!result.ok()) return fail(result.error().message);
+  if (!result.ok()) return failWith(result.error().message);
   std::cout << "peered with " << result->name << " (cluster " << result->providerId
             << "); granted " << result->granted.dump() << "\n";
   return 0;
@@ -198,12 +187,12 @@ struct UnpeerFlags {
 int runUnpeer(const UnpeerFlags& f) {
   setupLogging("warn");
   if (f.remoteName.empty() == f.remoteKubeconfig.empty()) {
-    return usage("give exactly one of --remote-name or --remote-kubeconfig");
+    return usageError("give exactly one of --remote-name or --remote-kubeconfig");
   }
   auto timeout = parseDuration(f.timeout);
-  if (!timeout) return usage("--timeout: expected a duration like 5m");
+  if (!timeout) return usageError("--timeout: expected a duration like 5m");
   auto consumer = clientFor(f.kubeconfig);
-  if (!consumer.ok()) return fail(consumer.error().message);
+  if (!consumer.ok()) return failWith(consumer.error().message);
   peering::UnpeerRequest req;
   req.remoteName = f.remoteName;
   req.drain = f.drain;
@@ -212,15 +201,15 @@ int runUnpeer(const UnpeerFlags& f) {
   std::unique_ptr<kube::Client> provider;
   if (!f.remoteKubeconfig.empty()) {
     auto p = clientFor(f.remoteKubeconfig);
-    if (!p.ok()) return fail(p.error().message);
+    if (!p.ok()) return failWith(p.error().message);
     provider = std::move(*p);
     auto id = peering::agentClusterId(*provider);
-    if (!id.ok()) return fail("reading the provider's cluster ID: " + id.error().message);
+    if (!id.ok()) return failWith("reading the provider's cluster ID: " + id.error().message);
     req.remoteClusterId = *id;
     req.provider = provider.get();
   }
   auto lines = peering::unpeer(**consumer, req);
-  if (!lines.ok()) return fail(lines.error().message);
+  if (!lines.ok()) return failWith(lines.error().message);
   for (const std::string& l : *lines) std::cout << l << "\n";
   return 0;
 }
@@ -233,19 +222,19 @@ struct StatusFlags {
 int runStatus(const StatusFlags& f) {
   setupLogging("warn");
   if (!f.output.empty() && f.output != "json" && f.output != "table") {
-    return usage("-o: expected json or table");
+    return usageError("-o: expected json or table");
   }
   auto client = clientFor(f.kubeconfig);
-  if (!client.ok()) return fail(client.error().message);
+  if (!client.ok()) return failWith(client.error().message);
   auto rows = peering::peeringStatus(**client);
   if (!rows.ok() && rows.error().code == kube::Code::NotFound &&
       peering::agentClusterId(**client).code() == kube::Code::NotFound) {
     // No ForeignCluster resource and no agent ConfigMap: no agent ever started there.
-    return fail("Strait is not running in the cluster at " + (*client)->config().server +
+    return failWith("Strait is not running in the cluster at " + (*client)->config().server +
                 " (no Strait agent has started there). Start one with: strait agent "
                 "--kubeconfig " + f.kubeconfig + " --cluster-name NAME");
   }
-  if (!rows.ok()) return fail(rows.error().message);
+  if (!rows.ok()) return failWith(rows.error().message);
   if (f.output == "json") {
     std::cout << rows->dump(2) << "\n";
   } else if (rows->empty()) {

@@ -14,16 +14,6 @@
 namespace strait::cmd {
 namespace {
 
-int fail(const std::string& what) {
-  std::cerr << "error: " << what << "\n";
-  return kExitFailure;
-}
-
-int usage(const std::string& what) {
-  std::cerr << "error: " << what << "\n";
-  return kExitUsage;
-}
-
 struct PoolFlags {
   std::string kubeconfig;
   std::string peering;
@@ -64,14 +54,14 @@ kube::Result<peering::PoolSpec> poolOf(const PoolFlags& f) {
 int runAdd(const PoolFlags& f) {
   setupLogging("warn");
   kube::Result<peering::PoolSpec> p = poolOf(f);
-  if (!p.ok()) return usage(p.error().message);
+  if (!p.ok()) return usageError(p.error().message);
   if (p->requested.empty()) {
-    return usage("pool " + p->name + ": no resources (NAME:cpu=4,memory=8Gi,... or --resources)");
+    return usageError("pool " + p->name + ": no resources (NAME:cpu=4,memory=8Gi,... or --resources)");
   }
   auto client = clientFor(f.kubeconfig);
-  if (!client.ok()) return fail(client.error().message);
+  if (!client.ok()) return failWith(client.error().message);
   kube::Result<std::string> line = peering::addPool(**client, f.peering, *p);
-  if (!line.ok()) return fail(line.error().message);
+  if (!line.ok()) return failWith(line.error().message);
   std::cout << *line << "\n";
   return kExitOk;
 }
@@ -79,17 +69,17 @@ int runAdd(const PoolFlags& f) {
 int runResize(const PoolFlags& f) {
   setupLogging("warn");
   kube::Result<peering::PoolSpec> p = poolOf(f);
-  if (!p.ok()) return usage(p.error().message);
+  if (!p.ok()) return usageError(p.error().message);
   if (!p->nodeSelector.empty()) {
-    return usage("resize changes resources only; remove and add the pool to change its nodes");
+    return usageError("resize changes resources only; remove and add the pool to change its nodes");
   }
   if (p->requested.empty()) {
-    return usage("pool " + p->name + ": no resources (NAME:cpu=8 or --resources cpu=8)");
+    return usageError("pool " + p->name + ": no resources (NAME:cpu=8 or --resources cpu=8)");
   }
   auto client = clientFor(f.kubeconfig);
-  if (!client.ok()) return fail(client.error().message);
+  if (!client.ok()) return failWith(client.error().message);
   kube::Result<std::string> line = peering::resizePool(**client, f.peering, p->name, p->requested);
-  if (!line.ok()) return fail(line.error().message);
+  if (!line.ok()) return failWith(line.error().message);
   std::cout << *line << "\n";
   return kExitOk;
 }
@@ -97,19 +87,19 @@ int runResize(const PoolFlags& f) {
 int runRemove(const PoolFlags& f) {
   setupLogging("warn");
   if (kube::Status s = peering::validatePoolName(f.pool); !s.ok()) {
-    return usage(s.error().message);
+    return usageError(s.error().message);
   }
   auto timeout = parseDuration(f.timeout);
-  if (!timeout) return usage("--timeout: expected a duration like 5m");
+  if (!timeout) return usageError("--timeout: expected a duration like 5m");
   auto client = clientFor(f.kubeconfig);
-  if (!client.ok()) return fail(client.error().message);
+  if (!client.ok()) return failWith(client.error().message);
   peering::RemovePoolRequest req;
   req.peering = f.peering;
   req.pool = f.pool;
   req.drain = f.drain;
   req.timeout = *timeout;
   auto lines = peering::removePool(**client, req);
-  if (!lines.ok()) return fail(lines.error().message);
+  if (!lines.ok()) return failWith(lines.error().message);
   for (const std::string& l : *lines) std::cout << l << "\n";
   return kExitOk;
 }
@@ -117,9 +107,9 @@ int runRemove(const PoolFlags& f) {
 int runList(const PoolFlags& f) {
   setupLogging("warn");
   auto client = clientFor(f.kubeconfig);
-  if (!client.ok()) return fail(client.error().message);
+  if (!client.ok()) return failWith(client.error().message);
   auto rows = peering::poolRows(**client, f.peering);
-  if (!rows.ok()) return fail(rows.error().message);
+  if (!rows.ok()) return failWith(rows.error().message);
   if (f.output == "json") {
     std::cout << rows->dump(2) << "\n";
   } else if (rows->empty()) {

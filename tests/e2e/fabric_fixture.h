@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -94,6 +95,62 @@ class FabricTestBase : public OffloadSuite {
       out.emplace_back(n["metadata"]["name"].get<std::string>(), ip);
     }
     std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // The Running, Ready Pods of `ns` with `selector` in `c`: name -> podIP.
+  std::map<std::string, std::string> readyPods(const Minicluster& c, const std::string& ns,
+                                               const std::string& selector) {
+    std::map<std::string, std::string> out;
+    for (const json& p : items(getJson(c, {"get", "pods", "-n", ns, "-l", selector}))) {
+      if (p["metadata"].contains("deletionTimestamp")) continue;
+      if (p["status"].value("phase", "") != "Running") continue;
+      bool ready = false;
+      for (const json& cond : p["status"].value("conditions", json::array())) {
+        if (cond.value("type", "") == "Ready") ready = cond.value("status", "") == "True";
+      }
+      if (ready && !p["status"].value("podIP", "").empty()) {
+        out[p["metadata"]["name"]] = p["status"]["podIP"];
+      }
+    }
+    return out;
+  }
+
+  // The endpoints of Service `svc` in `ns` of `c` (every slice, whoever manages it):
+  // address -> ready.
+  std::map<std::string, bool> endpoints(const Minicluster& c, const std::string& ns,
+                                        const std::string& svc) {
+    std::map<std::string, bool> out;
+    json slices = getJson(c, {"get", "endpointslices", "-n", ns, "-l",
+                              "kubernetes.io/service-name=" + svc});
+    for (const json& s : items(slices)) {
+      for (const json& e : s.value("endpoints", json::array())) {
+        const bool ready = e.value("/conditions/ready"_json_pointer, true);
+        for (const json& a : e.value("addresses", json::array())) out[a.get<std::string>()] = ready;
+      }
+    }
+    return out;
+  }
+  // The ready addresses of endpoints().
+  static std::set<std::string> readyAddresses(const std::map<std::string, bool>& endpoints) {
+    std::set<std::string> out;
+    for (const auto& [address, ready] : endpoints) {
+      if (ready) out.insert(address);
+    }
+    return out;
+  }
+
+  // `n` requests to `url` from `pod` (curl in the Pod): the bodies of the answers (the
+  // answering Pod's hostname for agnhost), "" for a failed one.
+  std::vector<std::string> ask(const Minicluster& c, const std::string& ns, const std::string& pod,
+                               const std::string& url, int n) {
+    std::string script = "for i in $(seq " + std::to_string(n) + "); do curl -s -m 3 " + url +
+                         " || printf FAILED; echo; done";
+    CommandResult r = kc(c, {"exec", "-n", ns, pod, "--", "sh", "-c", script},
+                         std::chrono::seconds(120));
+    std::vector<std::string> out;
+    std::stringstream in(r.out);
+    for (std::string l; std::getline(in, l);) out.push_back(l == "FAILED" ? "" : trimmed(l));
     return out;
   }
 

@@ -3,6 +3,10 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+
+#include "e2e/tcp_proxy.h"
+
 namespace strait::e2e {
 
 using json = nlohmann::json;
@@ -75,6 +79,30 @@ std::string OffloadSuite::startAgents(const OffloadSetup& setup) {
   if (std::string e = cloudAgent_->start(cloud_->kubeconfig(), "cloud", cloudArgs); !e.empty()) {
     return "cloud agent: " + e;
   }
+  std::vector<std::string> homeArgs = kAgentArgs;
+  homeArgs.insert(homeArgs.end(), setup.homeAgentArgs.begin(), setup.homeAgentArgs.end());
+  if (std::string e = homeAgent_->start(home_->kubeconfig(), "home", homeArgs); !e.empty()) {
+    return "home agent: " + e;
+  }
+  return "";
+}
+
+std::string OffloadSuite::startAgentsThroughProxy(TcpProxy& proxy, const OffloadSetup& setup) {
+  if (std::string e = proxy.start(); !e.empty()) return "proxy: " + e;
+  // The cloud agent first: the proxy forwards to the port it bound (its agent_started line).
+  std::vector<std::string> cloudArgs = kAgentArgs;
+  cloudArgs.insert(cloudArgs.end(), {"--share", "1"});
+  cloudArgs.insert(cloudArgs.end(), setup.cloudAgentArgs.begin(), setup.cloudAgentArgs.end());
+  cloudArgs.insert(cloudArgs.end(), {"--advertise", "127.0.0.1:" + std::to_string(proxy.port())});
+  if (std::string e = cloudAgent_->start(cloud_->kubeconfig(), "cloud", cloudArgs); !e.empty()) {
+    return "cloud agent: " + e;
+  }
+  const std::string log = cloudAgent_->logs();
+  const size_t started = log.rfind("event=agent_started ");
+  const size_t at = started == std::string::npos ? started : log.find(" port=", started);
+  const long port = at == std::string::npos ? -1 : std::strtol(log.c_str() + at + 6, nullptr, 10);
+  if (port <= 0 || port > 65535) return "no port in the cloud agent's log:\n" + log;
+  proxy.setUpstreamPort(static_cast<uint16_t>(port));
   std::vector<std::string> homeArgs = kAgentArgs;
   homeArgs.insert(homeArgs.end(), setup.homeAgentArgs.begin(), setup.homeAgentArgs.end());
   if (std::string e = homeAgent_->start(home_->kubeconfig(), "home", homeArgs); !e.empty()) {

@@ -23,6 +23,8 @@
 
 namespace strait::e2e {
 
+class TcpProxy;
+
 struct OffloadSetup {
   std::vector<std::string> homeArgs = {"--nodes", "2", "--node-cpu", "2", "--node-memory", "8Gi"};
   std::vector<std::string> cloudArgs = {"--nodes", "4", "--node-cpu", "8", "--node-memory",
@@ -49,6 +51,9 @@ class OffloadSuite : public ::testing::Test {
   // The steps. Each returns "" or what failed.
   static std::string startClusters(const OffloadSetup& setup);
   static std::string startAgents(const OffloadSetup& setup);
+  // startAgents with the home agent reaching the cloud agent only through `proxy` (started
+  // here; the cloud agent advertises its port), which a test cuts and heals.
+  static std::string startAgentsThroughProxy(TcpProxy& proxy, const OffloadSetup& setup);
   // `strait peer --remote-kubeconfig` with `args`, then the virtual node Ready.
   static std::string peer(const std::vector<std::string>& args);
   static std::string waitVirtualNodeReady(std::chrono::milliseconds deadline =

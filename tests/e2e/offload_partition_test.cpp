@@ -106,26 +106,10 @@ class OffloadPartitionTest : public OffloadSuite {
     OffloadSetup s;
     s.homeArgs = {"--nodes", "1"};
     s.cloudArgs = {"--nodes", "2", "--node-cpu", "8", "--node-memory", "32Gi"};
-    if (std::string e = startClusters(s); !e.empty()) return e;
-    if (std::string e = proxy_->start(); !e.empty()) return "proxy: " + e;
-    s.cloudAgentArgs = {"--stream-keepalive", "500ms", "--advertise",
-                        "127.0.0.1:" + std::to_string(proxy_->port())};
+    s.cloudAgentArgs = {"--stream-keepalive", "500ms"};
     s.homeAgentArgs = {"--vnode-stream-grace", "8s"};
-    // The cloud agent first: the proxy forwards to the port it bound (its agent_started line).
-    std::vector<std::string> cloudArgs = kAgentArgs;
-    cloudArgs.insert(cloudArgs.end(), {"--share", "1"});
-    cloudArgs.insert(cloudArgs.end(), s.cloudAgentArgs.begin(), s.cloudAgentArgs.end());
-    if (std::string e = cloudAgent_->start(cloud_->kubeconfig(), "cloud", cloudArgs); !e.empty()) {
-      return e;
-    }
-    int64_t port = lastField(cloudAgent_->logs(), "agent_started", "port");
-    if (port <= 0) return "no port in the cloud agent's log:\n" + cloudAgent_->logs();
-    proxy_->setUpstreamPort(static_cast<uint16_t>(port));
-    std::vector<std::string> homeArgs = kAgentArgs;
-    homeArgs.insert(homeArgs.end(), s.homeAgentArgs.begin(), s.homeAgentArgs.end());
-    if (std::string e = homeAgent_->start(home_->kubeconfig(), "home", homeArgs); !e.empty()) {
-      return e;
-    }
+    if (std::string e = startClusters(s); !e.empty()) return e;
+    if (std::string e = startAgentsThroughProxy(*proxy_, s); !e.empty()) return e;
     if (std::string e = peer({"--cpu", "8", "--memory", "16Gi", "--pods", "50"}); !e.empty()) {
       return e;
     }

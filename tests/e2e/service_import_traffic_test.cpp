@@ -21,53 +21,7 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-class ServiceImportTrafficTest : public FabricFixture {
- protected:
-  // The Running, Ready Pods of `ns` with `selector` in `c`: name -> podIP.
-  std::map<std::string, std::string> readyPods(const Minicluster& c, const std::string& ns,
-                                               const std::string& selector) {
-    std::map<std::string, std::string> out;
-    for (const json& p : items(getJson(c, {"get", "pods", "-n", ns, "-l", selector}))) {
-      if (p["metadata"].contains("deletionTimestamp")) continue;
-      if (p["status"].value("phase", "") != "Running") continue;
-      bool ready = false;
-      for (const json& cond : p["status"].value("conditions", json::array())) {
-        if (cond.value("type", "") == "Ready") ready = cond.value("status", "") == "True";
-      }
-      if (ready && !p["status"].value("podIP", "").empty()) {
-        out[p["metadata"]["name"]] = p["status"]["podIP"];
-      }
-    }
-    return out;
-  }
-
-  // The ready endpoint addresses of Service `svc` in `ns` of `c` (every slice).
-  std::set<std::string> readyEndpoints(const Minicluster& c, const std::string& ns,
-                                       const std::string& svc) {
-    std::set<std::string> out;
-    json slices = getJson(c, {"get", "endpointslices", "-n", ns, "-l",
-                              "kubernetes.io/service-name=" + svc});
-    for (const json& s : items(slices)) {
-      for (const json& e : s.value("endpoints", json::array())) {
-        if (!e.value("/conditions/ready"_json_pointer, true)) continue;
-        for (const json& a : e.value("addresses", json::array())) out.insert(a.get<std::string>());
-      }
-    }
-    return out;
-  }
-
-  // `n` requests to `url` from `pod`: the hostnames that answered, "" for a failed one.
-  std::vector<std::string> ask(const Minicluster& c, const std::string& ns, const std::string& pod,
-                               const std::string& url, int n) {
-    std::string script = "for i in $(seq " + std::to_string(n) + "); do curl -s -m 3 " + url +
-                         " || printf FAILED; echo; done";
-    CommandResult r = kc(c, {"exec", "-n", ns, pod, "--", "sh", "-c", script}, 120s);
-    std::vector<std::string> out;
-    std::stringstream in(r.out);
-    for (std::string l; std::getline(in, l);) out.push_back(l == "FAILED" ? "" : trimmed(l));
-    return out;
-  }
-};
+class ServiceImportTrafficTest : public FabricFixture {};
 
 TEST_F(ServiceImportTrafficTest, AHomePodReachesAnExportedCloudServiceByName) {
   std::string err = setUpFabric("push");
@@ -118,7 +72,7 @@ TEST_F(ServiceImportTrafficTest, AHomePodReachesAnExportedCloudServiceByName) {
   for (const auto& [name, ip] : db) want.insert(translate(ip, kPodCidr, cloudSeenHere));
   std::set<std::string> got;
   ASSERT_TRUE(waitFor([&] {
-    got = readyEndpoints(home, "shop", "db");
+    got = readyAddresses(endpoints(home, "shop", "db"));
     return got == want;
   }, 30s, 500ms)) << "home slices of shop/db: " << json(got).dump() << " want "
                   << json(want).dump() << diagnostics();

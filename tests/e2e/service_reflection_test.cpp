@@ -33,14 +33,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kServiceNs = "svc";
 
-int64_t lastPort(const std::string& log) {
-  size_t at = log.rfind("event=agent_started ");
-  if (at == std::string::npos) return -1;
-  size_t p = log.find(" port=", at);
-  if (p == std::string::npos) return -1;
-  return std::strtoll(log.c_str() + p + 6, nullptr, 10);
-}
-
 class ServiceReflectionTest : public OffloadSuite {
  public:
   static void SetUpTestSuite() {
@@ -51,23 +43,10 @@ class ServiceReflectionTest : public OffloadSuite {
     OffloadSetup s;
     s.homeArgs = {"--nodes", "1"};
     s.cloudArgs = {"--nodes", "2", "--node-cpu", "8", "--node-memory", "32Gi"};
+    s.cloudAgentArgs = {"--stream-keepalive", "500ms"};
+    s.homeAgentArgs = {"--vnode-stream-grace", "4s"};
     if (std::string e = startClusters(s); !e.empty()) return e;
-    if (std::string e = proxy_->start(); !e.empty()) return "proxy: " + e;
-    std::vector<std::string> cloudArgs = kAgentArgs;
-    cloudArgs.insert(cloudArgs.end(), {"--share", "1", "--stream-keepalive", "500ms",
-                                       "--advertise",
-                                       "127.0.0.1:" + std::to_string(proxy_->port())});
-    if (std::string e = cloudAgent_->start(cloud_->kubeconfig(), "cloud", cloudArgs); !e.empty()) {
-      return e;
-    }
-    int64_t port = lastPort(cloudAgent_->logs());
-    if (port <= 0) return "no port in the cloud agent's log:\n" + cloudAgent_->logs();
-    proxy_->setUpstreamPort(static_cast<uint16_t>(port));
-    std::vector<std::string> homeArgs = kAgentArgs;
-    homeArgs.insert(homeArgs.end(), {"--vnode-stream-grace", "4s"});
-    if (std::string e = homeAgent_->start(home_->kubeconfig(), "home", homeArgs); !e.empty()) {
-      return e;
-    }
+    if (std::string e = startAgentsThroughProxy(*proxy_, s); !e.empty()) return e;
     if (std::string e = peer({"--cpu", "8", "--memory", "16Gi", "--pods", "50"}); !e.empty()) {
       return e;
     }
