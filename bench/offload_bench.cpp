@@ -111,15 +111,7 @@ double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(
 // / "received TYPE" -> bytes; empty when the scrape failed.
 std::map<std::string, double> streamBytesByType(uint16_t port) {
   std::map<std::string, double> out;
-  std::string cmd = "curl -sf --max-time 10 http://127.0.0.1:" + std::to_string(port) + "/metrics";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  std::string text;
-  char buf[65536];
-  size_t got;
-  while ((got = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, got);
-  pclose(p);
-  std::istringstream in(text);
+  std::istringstream in(bench::scrapeMetrics("127.0.0.1:" + std::to_string(port)));
   std::string line;
   auto label = [](const std::string& l, const std::string& key) {
     size_t at = l.find(key + "=\"");

@@ -75,20 +75,25 @@ inline double msBetween(std::chrono::steady_clock::time_point a,
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-// apiserver_request_total from a minicluster's --metrics-listen endpoint (curl): "VERB
-// resource" -> count of 2xx answers, "VERB resource CODE" for the others. Empty when the
-// scrape failed.
-inline std::map<std::string, double> apiRequestCounts(const std::string& hostPort) {
-  std::map<std::string, double> out;
+// The text of http://`hostPort`/metrics (curl, 10 s at most); empty when the scrape failed.
+inline std::string scrapeMetrics(const std::string& hostPort) {
   std::string cmd = "curl -sf --max-time 10 http://" + hostPort + "/metrics";
   FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
+  if (!p) return "";
   std::string text;
   char buf[65536];
   size_t n;
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
   pclose(p);
-  std::istringstream in(text);
+  return text;
+}
+
+// apiserver_request_total from a minicluster's --metrics-listen endpoint (curl): "VERB
+// resource" -> count of 2xx answers, "VERB resource CODE" for the others. Empty when the
+// scrape failed.
+inline std::map<std::string, double> apiRequestCounts(const std::string& hostPort) {
+  std::map<std::string, double> out;
+  std::istringstream in(scrapeMetrics(hostPort));
   std::string line;
   const std::string metric = "apiserver_request_total{";
   auto label = [](const std::string& l, const std::string& key) {

@@ -60,7 +60,8 @@ class PeeringHandler {
   virtual kube::Status unpeer(const Caller& caller, const v1::UnpeerRequest& req,
                               v1::UnpeerResponse* resp) = 0;
   // The tunnel negotiation of an authenticated caller (peering/network.h). A handler that
-  // does not negotiate tunnels keeps the base answer: MethodNotAllowed (gRPC UNIMPLEMENTED).
+  // negotiates no tunnels (an agent without --gateway) answers MethodNotAllowed, which the
+  // caller reads as "this side has no gateway".
   virtual kube::Status network(const Caller& caller, const v1::NetworkRequest& req,
                                v1::NetworkResponse* resp);
   // The reflection stream of an authenticated caller: runs for the stream's whole life on a
