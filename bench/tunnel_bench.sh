@@ -157,4 +157,8 @@ for streams in 1 4; do
   python3 -c "import sys; s,w=float(sys.argv[1]),float(sys.argv[2]); print(f'strait / wireguard-go, {sys.argv[3]} stream(s): {s/w:.2f}x' if w>0 else 'n/a')" \
     "${GBPS[strait$streams]}" "${GBPS[wg$streams]}" "$streams"
 done
+# One JSON line for scripts (scripts/run-bench.sh collects it).
+printf '{"veth_gbps_1": %s, "wireguard_go_gbps_1": %s, "strait_gbps_1": %s, "veth_gbps_4": %s, "wireguard_go_gbps_4": %s, "strait_gbps_4": %s, "load_average_1m_end": %s}\n' \
+  "${GBPS[veth1]}" "${GBPS[wg1]}" "${GBPS[strait1]}" "${GBPS[veth4]}" "${GBPS[wg4]}" "${GBPS[strait4]}" \
+  "$(cut -d' ' -f1 /proc/loadavg)"
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

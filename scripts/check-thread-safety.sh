@@ -17,6 +17,11 @@
 # its own with the batch's flags, not the whole batch. If a group's precompiled header cannot
 # be built, its sources are parsed without one (slower, same result) and the reason is printed.
 #
+# With ccache (as the build uses it), each source is parsed through ccache instead, without
+# the precompiled headers: a source whose text, included headers and flags are unchanged since
+# a clean parse (in any checkout: paths are taken relative to the checkout, as in the build) is
+# not parsed again. A failed parse is never cached. STRAIT_TSA_CCACHE=0 parses everything.
+#
 # Usage: scripts/check-thread-safety.sh [BUILD_DIR [PATH_REGEX]]
 #   PATH_REGEX  only sources whose path (from the checkout's top) matches, e.g. '^peering/';
 #               no annotated source matching it is an error (exit 2)
@@ -37,12 +42,21 @@ if [ -z "$clangxx" ]; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+ccache=""
+if [ "${STRAIT_TSA_CCACHE:-1}" != 0 ]; then
+  ccache=$(command -v ccache || true)
+fi
+# Copies of the build's precompiled-header sources live at a fixed place of the build dir, so
+# that the flags naming them (and ccache's key) are the same from run to run.
+keep="$build/thread-safety"
+mkdir -p "$keep"
 rc=0
-python3 - "$db" "$top" "$clangxx" "$work" "$only" "${JOBS:-$(nproc)}" <<'PY' || rc=$?
+python3 - "$db" "$top" "$clangxx" "$work" "$only" "${JOBS:-$(nproc)}" "$ccache" \
+  "$(cd "$keep" && pwd)" <<'PY' || rc=$?
 import json, os, re, shlex, subprocess, sys, time
 from concurrent.futures import ThreadPoolExecutor
 
-db, top, clangxx, work, only, jobs = sys.argv[1:7]
+db, top, clangxx, work, only, jobs, ccache, keep = sys.argv[1:9]
 jobs = max(1, int(jobs))
 dirs = ("kube/", "minicluster/", "peering/", "reflection/", "vnode/", "tunnel/", "cmd/", "base/")
 include_re = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]', re.M)
@@ -87,10 +101,11 @@ def flags_of(entry, source):
         if a.endswith("cmake_pch.hxx") and out and out[-1] == "-include":
             # GCC's precompiled header is its .gch, which clang would try and reject: the
             # header it was made from is read instead, from a copy that has no .gch beside it.
-            copy = os.path.join(work, a.replace("/", "_"))
-            if not os.path.exists(copy):
+            copy = os.path.join(keep, os.path.relpath(a, top).replace("/", "_"))
+            text = read(os.path.join(entry["directory"], a)) or ""
+            if read(copy) != text:
                 with open(copy, "w") as f:
-                    f.write(read(os.path.join(entry["directory"], a)) or "")
+                    f.write(text)
             a = copy
         out.append(a)
     return out
@@ -177,24 +192,29 @@ def build_pch(index, key):
 
 
 started = time.monotonic()
-with ThreadPoolExecutor(jobs) as pool:
-    pchs = dict(zip(groups, pool.map(lambda ik: build_pch(*ik), enumerate(groups))))
+if ccache:
+    pchs = {key: None for key in groups}
+else:
+    with ThreadPoolExecutor(jobs) as pool:
+        pchs = dict(zip(groups, pool.map(lambda ik: build_pch(*ik), enumerate(groups))))
 pch_seconds = time.monotonic() - started
+env = dict(os.environ, CCACHE_BASEDIR=top, CCACHE_NOHASHDIR="1")
 
 
 def check(unit):
     rel, directory, flags = unit
     pch = pchs[(directory, tuple(flags))]
-    cmd = [clangxx, *flags, *(["-include-pch", pch] if pch else []),
-           os.path.join(top, rel), *checks]
-    r = subprocess.run(cmd, cwd=directory, capture_output=True, text=True)
+    cmd = [*([ccache] if ccache else []), clangxx, *flags,
+           *(["-include-pch", pch] if pch else []), os.path.join(top, rel), *checks]
+    r = subprocess.run(cmd, cwd=directory, capture_output=True, text=True, env=env)
     return rel, r.returncode, r.stdout + r.stderr
 
 
 version = subprocess.run([clangxx, "--version"], capture_output=True, text=True).stdout
 version = re.sub(r".*version ", "", version.splitlines()[0]) if version else "?"
+how = "through ccache" if ccache else f"precompiled headers {pch_seconds:.1f} s"
 print(f"check-thread-safety: {len(units)} sources in {len(groups)} groups, clang {version}, "
-      f"{jobs} at once; precompiled headers {pch_seconds:.1f} s", flush=True)
+      f"{jobs} at once; {how}", flush=True)
 failed, reported = [], set()
 with ThreadPoolExecutor(jobs) as pool:
     for rel, code, output in pool.map(check, units):
