@@ -14,7 +14,7 @@ using json = nlohmann::json;
 std::optional<std::string> controllingOwnerKey(const std::string& ownerKind,
                                                const LocalInformer& owners,
                                                const CachedObject& pod) {
-  auto ref = kube::getControllerOf(*pod.tree());
+  auto ref = kube::getControllerOf(*pod.head());
   if (!ref || kube::stringOf(*ref, "kind") != ownerKind) return std::nullopt;
   auto owner = owners.get(pod.ns, kube::stringOf(*ref, "name"));
   if (!owner || owner->uid != kube::stringOf(*ref, "uid")) return std::nullopt;
@@ -42,7 +42,7 @@ struct Handlers {
 
   // An orphan changed: every owner of its namespace whose selector matches may adopt it.
   void enqueueMatching(const CachedObject& pod) {
-    auto labels = kube::getLabels(*pod.tree());
+    auto labels = kube::getLabels(*pod.head());
     for (const auto& o : owners.list(pod.ns)) {
       auto sel =
           kube::LabelSelector::fromJson(kube::child(o->obj(), "spec").value("selector", json()));
@@ -58,7 +58,7 @@ InformerHandlers controlledPodHandlers(std::string ownerKind, const LocalInforme
   auto h = std::make_shared<Handlers>(Handlers{std::move(ownerKind), owners, queue, expectations});
   InformerHandlers pod;
   pod.onAdd = [h](const CachedPtr& p) {
-    if (kube::isBeingDeleted(*p->tree())) return h->podDeleted(p);
+    if (kube::isBeingDeleted(*p->head())) return h->podDeleted(p);
     if (auto key = h->controllerKey(*p)) {
       h->expectations.creationObserved(*key);
       h->queue.add(*key);
@@ -67,14 +67,14 @@ InformerHandlers controlledPodHandlers(std::string ownerKind, const LocalInforme
     }
   };
   pod.onUpdate = [h](const CachedPtr& old, const CachedPtr& cur) {
-    if (kube::isBeingDeleted(*cur->tree()) && !kube::isBeingDeleted(*old->tree())) {
+    if (kube::isBeingDeleted(*cur->head()) && !kube::isBeingDeleted(*old->head())) {
       h->podDeleted(cur);
     }
     auto oldKey = h->controllerKey(*old), curKey = h->controllerKey(*cur);
     if (oldKey && oldKey != curKey) h->queue.add(*oldKey);
     if (curKey) {
       h->queue.add(*curKey);
-    } else if (kube::getLabels(*old->tree()) != kube::getLabels(*cur->tree()) || oldKey) {
+    } else if (kube::getLabels(*old->head()) != kube::getLabels(*cur->head()) || oldKey) {
       h->enqueueMatching(*cur);
     }
   };

@@ -1,5 +1,7 @@
 #include "minicluster/controllers.h"
+#include "minicluster/json_scan.h"
 #include "minicluster/loop_thread.h"
+#include "minicluster/watch_gather.h"
 
 #include <spdlog/spdlog.h>
 
@@ -59,9 +61,11 @@ class ControllersImpl : public Controllers {
   }
 
   void track(const ObjectPtr& o) {
-    json obj = json::parse(o->json, nullptr, false);
-    if (obj.is_discarded() || !obj.is_object()) return;
-    const json& m = obj["metadata"];
+    // Only the metadata is read: parsing just it spares a whole tree per write.
+    auto metaText = jsonMember(o->json, "metadata");
+    if (!metaText) return;
+    const json m = json::parse(*metaText, nullptr, false);
+    if (m.is_discarded() || !m.is_object()) return;
     std::string uid = m.value("uid", "");
     if (uid.empty()) return;
     untrackKey(o->key);
@@ -125,7 +129,7 @@ class ControllersImpl : public Controllers {
     }
     auto lastSweep = std::chrono::steady_clock::now();
     while (!loop_.stopping()) {
-      auto ev = (*w)->next(std::chrono::milliseconds(200));
+      auto ev = nextGathered(**w, std::chrono::milliseconds(200));
       if ((*w)->ended()) {
         spdlog::warn("event=controllers_watch_ended action=restart");
         resync(w);

@@ -64,7 +64,7 @@ class DeploymentController : public Controller {
     // Recreate waits for the old pods to go: a pod deletion may unblock it.
     InformerHandlers pod;
     pod.onDelete = [this](const CachedPtr& p) {
-      auto ref = kube::getControllerOf(*p->tree());
+      auto ref = kube::getControllerOf(*p->head());
       if (!ref || ref->value("kind", "") != "ReplicaSet") return;
       if (auto rs = sets_.get(p->ns, ref->value("name", ""))) enqueueOwner(*rs);
     };

@@ -21,6 +21,7 @@
 #include "kube/object.h"
 #include "minicluster/event_recorder.h"
 #include "minicluster/kubelet_status.h"
+#include "minicluster/watch_gather.h"
 
 namespace strait::minicluster {
 namespace {
@@ -525,7 +526,7 @@ class KubeletsImpl : public SimulatedKubelets {
         auto until = std::chrono::duration_cast<std::chrono::milliseconds>(timers_.top().at - Steady::now());
         wait = std::clamp(until, 0ms, 200ms);
       }
-      auto ev = (*w)->next(wait);
+      auto ev = nextGathered(**w, wait);
       if ((*w)->ended()) {
         spdlog::warn("event=kubelets_watch_ended action=rewatch");
         auto again = store_.watch("/core/", store_.revision());

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include "base/thread_annotations.h"
+#include "minicluster/json_scan.h"
+#include "minicluster/watch_gather.h"
 
 namespace strait::minicluster {
 namespace {
@@ -19,7 +21,34 @@ std::string stringAt(const json& obj, const char* a, const char* b) {
   return it->get<std::string>();
 }
 
+// The apiVersion, kind and metadata of a stored object, parsed without its other members;
+// null when the text is not a JSON object or one of those members is malformed.
+JsonPtr parseHead(std::string_view text) {
+  size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || text[first] != '{') return nullptr;
+  auto head = std::make_shared<json>(json::object());
+  for (const char* member : {"apiVersion", "kind", "metadata"}) {
+    auto value = jsonMember(text, member);
+    if (!value) continue;
+    json parsed = json::parse(*value, nullptr, false);
+    if (parsed.is_discarded()) return nullptr;
+    (*head)[member] = std::move(parsed);
+  }
+  return head;
+}
+
 }  // namespace
+
+JsonPtr CachedObject::head() const {
+  std::lock_guard l(treeMu);
+  if (kept) return kept;
+  if (auto t = recent.lock()) return t;
+  if (auto h = recentHead.lock()) return h;
+  JsonPtr h = parseHead(stored->json);
+  if (!h) h = std::make_shared<const json>(json::object());
+  recentHead = h;
+  return h;
+}
 
 JsonPtr CachedObject::tree() const {
   std::lock_guard l(treeMu);
@@ -43,8 +72,14 @@ const json& CachedObject::obj() const {
 
 CachedPtr makeCached(const ObjectPtr& stored, bool keepTree, JsonPtr* tree) {
   if (!stored) return nullptr;
-  auto t = std::make_shared<const json>(json::parse(stored->json, nullptr, false));
-  if (t->is_discarded() || !t->is_object()) return nullptr;
+  JsonPtr t;
+  if (keepTree) {
+    t = std::make_shared<const json>(json::parse(stored->json, nullptr, false));
+    if (t->is_discarded() || !t->is_object()) return nullptr;
+  } else {
+    t = parseHead(stored->json);  // the whole tree is parsed only when someone asks
+    if (!t) return nullptr;
+  }
   auto c = std::make_shared<CachedObject>();
   c->stored = stored;
   c->ns = stringAt(*t, "metadata", "namespace");
@@ -53,7 +88,7 @@ CachedPtr makeCached(const ObjectPtr& stored, bool keepTree, JsonPtr* tree) {
   if (keepTree) {
     c->kept = t;
   } else {
-    c->recent = t;
+    c->recentHead = t;
   }
   if (tree) *tree = std::move(t);
   return c;
@@ -75,12 +110,18 @@ LocalInformer::LocalInformer(Store& store, std::string prefix, bool keepTrees)
     return o.ns.empty() ? std::vector<std::string>{} : std::vector<std::string>{o.ns};
   };
   indexFns_[kIndexNodeName] = [](const CachedObject& o) {
-    std::string node = stringAt(*o.tree(), "spec", "nodeName");
-    return node.empty() ? std::vector<std::string>{} : std::vector<std::string>{node};
+    // Read from the text: spec.nodeName alone does not need the whole tree.
+    auto spec = jsonMember(o.stored->json, "spec");
+    auto text = spec ? jsonMember(*spec, "nodeName") : std::nullopt;
+    json node = text ? json::parse(*text, nullptr, false) : json();
+    if (!node.is_string() || node.get_ref<const std::string&>().empty()) {
+      return std::vector<std::string>{};
+    }
+    return std::vector<std::string>{node.get<std::string>()};
   };
   indexFns_[kIndexOwnerUid] = [](const CachedObject& o) {
     std::vector<std::string> uids;
-    const JsonPtr t = o.tree();
+    const JsonPtr t = o.head();
     const json& m = t->contains("metadata") ? (*t)["metadata"] : json();
     if (m.is_object() && m.contains("ownerReferences") && m["ownerReferences"].is_array()) {
       for (const auto& ref : m["ownerReferences"]) {
@@ -246,8 +287,8 @@ uint64_t LocalInformer::relist() {
   auto listed = store_.list(prefix_);
   std::set<std::string> seen;
   for (const auto& stored : listed.items) {
-    JsonPtr tree;  // shared by the handlers of this object
-    auto c = prepare(stored, &tree);
+    JsonPtr head;  // shared by the handlers of this object
+    auto c = prepare(stored, &head);
     if (!c) continue;
     seen.insert(objectKey(c->ns, c->name));
     auto old = getByKey(objectKey(c->ns, c->name));
@@ -289,7 +330,7 @@ void LocalInformer::run() {
       if (stopping_) watch_->stop();
     }
     while (!stopping_) {
-      auto ev = (*w)->next(kPollInterval);
+      auto ev = nextGathered(**w, kPollInterval);
       if ((*w)->ended()) {
         spdlog::warn("event=informer_watch_ended prefix={} action=relist", prefix_);
         break;
@@ -297,8 +338,8 @@ void LocalInformer::run() {
       if (!ev) continue;
       const Event& e = **ev;
       if (e.type == EventType::Bookmark) continue;
-      JsonPtr tree;  // shared by the handlers of this event
-      auto c = prepare(e.object, &tree);
+      JsonPtr head;  // shared by the handlers of this event
+      auto c = prepare(e.object, &head);
       if (!c) continue;
       if (e.type == EventType::Deleted) {
         if (erase(objectKey(c->ns, c->name))) notifyDelete(c);
@@ -306,7 +347,7 @@ void LocalInformer::run() {
       }
       auto old = put(c);
       if (old) {
-        const JsonPtr oldTree = old->tree();  // parsed once for all handlers
+        const JsonPtr oldHead = old->head();  // parsed once for all handlers
         notifyUpdate(old, c);
       } else {
         notifyAdd(c);

@@ -39,7 +39,9 @@ using JsonPtr = std::shared_ptr<const nlohmann::json>;
 // The parsed tree is the costly part (a parsed Pod takes about six times its JSON), so an
 // informer that does not keep trees (LocalInformer's keepTrees == false, used for Pods)
 // caches only the JSON: tree() parses it on first use and shares that tree with every caller
-// while one of them holds it; the informer holds it while its handlers run.
+// while one of them holds it. What the informer and the event handlers read of such an object
+// (apiVersion, kind, metadata) is its head(), parsed without the spec and status; the
+// informer holds the head while its handlers run.
 struct CachedObject {
   ObjectPtr stored;     // the store's version (key, rv, compact JSON, labels, fields)
   std::string ns;       // metadata.namespace ("" for cluster-scoped)
@@ -55,16 +57,23 @@ struct CachedObject {
   // so references stay valid as long as the CachedPtr does. Meant for the few objects a
   // controller reads repeatedly (its owners, Services); use tree() for Pods.
   const nlohmann::json& obj() const;
+  // The object's apiVersion, kind and metadata (no spec, no status), never null: the whole
+  // tree when it is kept or held by someone, else parsed from those members only and shared
+  // like tree() while a caller holds it. For handlers that look at owners, labels and
+  // deletion only.
+  JsonPtr head() const;
 
   // Internal to makeCached(): the tree when kept, and the last parse otherwise.
   mutable std::mutex treeMu;
   mutable JsonPtr kept;
   mutable std::weak_ptr<const nlohmann::json> recent;
+  mutable std::weak_ptr<const nlohmann::json> recentHead;
 };
 using CachedPtr = std::shared_ptr<const CachedObject>;
 
 // Builds a CachedObject from a stored object; null if its JSON is not an object. With
-// `keepTree` the parsed tree is kept with it; otherwise `*tree` (if given) receives it.
+// `keepTree` the parsed tree is kept with it; otherwise only its head is parsed and `*tree`
+// (if given) receives that head (see CachedObject::head()).
 CachedPtr makeCached(const ObjectPtr& stored, bool keepTree = true, JsonPtr* tree = nullptr);
 
 // "ns/name" (or "name" for cluster-scoped objects): the informer's and work queues' key.

@@ -11,6 +11,7 @@
 #include "kube/object.h"
 #include "minicluster/event_recorder.h"
 #include "minicluster/loop_thread.h"
+#include "minicluster/watch_gather.h"
 
 namespace strait::minicluster {
 namespace {
@@ -82,7 +83,7 @@ class NodeLifecycleImpl : public NodeLifecycleController {
     }
     auto nextCheck = Steady::now() + opts_.monitorPeriod;
     while (!loop_.stopping()) {
-      auto ev = (*w)->next(100ms);
+      auto ev = nextGathered(**w, 100ms);
       if ((*w)->ended()) {
         auto again = store_.watch("/", store_.revision());
         if (!again) return;

@@ -13,6 +13,7 @@
 #include "minicluster/node_lifecycle.h"
 #include "minicluster/scheduler_plugins.h"
 #include "minicluster/loop_thread.h"
+#include "minicluster/watch_gather.h"
 
 namespace strait::minicluster {
 namespace {
@@ -50,7 +51,7 @@ class TaintEvictionImpl : public NodeLifecycleController {
       return;
     }
     while (!loop_.stopping()) {
-      auto ev = (*w)->next(200ms);
+      auto ev = nextGathered(**w, 200ms);
       if ((*w)->ended()) {
         auto again = store_.watch("/core/", store_.revision());
         if (!again) return;

@@ -16,6 +16,7 @@
 #include "kube/patch.h"
 #include "kube/yaml_json.h"
 #include "minicluster/apply.h"
+#include "minicluster/json_scan.h"
 #include "minicluster/pod_security_admission.h"
 #include "minicluster/strategy.h"
 
@@ -196,8 +197,11 @@ Result<ListPage> Rest::list(const ResourceInfo& info, const std::string& ns,
   return page;
 }
 
-NewObject Rest::seal(const ResourceInfo& info, json& obj, uint64_t rv) const {
-  obj["metadata"]["resourceVersion"] = std::to_string(rv);
+namespace {
+
+// The stored form of `obj` (whose metadata.resourceVersion is set): compact JSON, labels and
+// the selectable fields.
+NewObject serialize(const ResourceInfo& info, const json& obj, const Registry& registry) {
   NewObject out;
   out.json = obj.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   out.json.shrink_to_fit();  // kept for the object's lifetime: no spare capacity
@@ -207,11 +211,63 @@ NewObject Rest::seal(const ResourceInfo& info, json& obj, uint64_t rv) const {
     }
   }
   // A missing field selects as "", so empty values need not be kept (memory per object).
-  auto fields = registry_.fieldsOf(info, obj);
+  auto fields = registry.fieldsOf(info, obj);
   std::erase_if(fields, [](const auto& kv) { return kv.second.empty(); });
   out.fields.reserve(fields.size());
   for (auto& [k, v] : fields) out.fields.emplace_hint(out.fields.end(), k, std::move(v));
   return out;
+}
+
+// An object serialized before the store's write lock is taken: its JSON carries
+// resourceVersion "0" at [rvBegin, rvEnd), so that under the lock only the revision is
+// spliced in (sealAt) instead of copying and dumping the tree there. rvEnd == 0 when the span
+// was not found (then sealAt parses and dumps again).
+struct Presealed {
+  NewObject object;
+  size_t rvBegin = 0, rvEnd = 0;
+};
+
+// Sets obj's metadata.resourceVersion to "0" and serializes it with its labels and fields.
+Presealed preseal(const ResourceInfo& info, json& obj, const Registry& registry) {
+  obj["metadata"]["resourceVersion"] = "0";
+  Presealed p;
+  p.object = serialize(info, obj, registry);
+  const std::string_view text = p.object.json;
+  auto meta = jsonMember(text, "metadata");
+  auto rv = meta ? jsonMember(*meta, "resourceVersion") : std::nullopt;
+  if (rv && *rv == "\"0\"") {
+    p.rvBegin = static_cast<size_t>(rv->data() - text.data());
+    p.rvEnd = p.rvBegin + rv->size();
+  }
+  return p;
+}
+
+// The presealed object at revision `rv`; moves out of `p` (once per Presealed). Cheap: meant
+// for the store's write callback, under its lock.
+NewObject sealAt(Presealed& p, uint64_t rv) {
+  NewObject out = std::move(p.object);
+  const std::string value = "\"" + std::to_string(rv) + "\"";
+  if (p.rvEnd == 0) {
+    json obj = json::parse(out.json);
+    obj["metadata"]["resourceVersion"] = std::to_string(rv);
+    out.json = obj.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    out.json.shrink_to_fit();
+    return out;
+  }
+  std::string text;
+  text.reserve(out.json.size() - (p.rvEnd - p.rvBegin) + value.size());
+  text.append(out.json, 0, p.rvBegin);
+  text += value;
+  text.append(out.json, p.rvEnd, std::string::npos);
+  out.json = std::move(text);
+  return out;
+}
+
+}  // namespace
+
+NewObject Rest::seal(const ResourceInfo& info, json& obj, uint64_t rv) const {
+  obj["metadata"]["resourceVersion"] = std::to_string(rv);
+  return serialize(info, obj, registry_);
 }
 
 kube::Status Rest::checkNamespace(const ResourceInfo& info, const std::string& ns) const {
@@ -431,9 +487,9 @@ Result<ObjectPtr> Rest::create(const ResourceInfo& info, const std::string& ns, 
       o->fields = std::move(sealed.fields);
       return ObjectPtr(o);
     }
+    Presealed sealed = preseal(info, obj, registry_);
     auto r = store_.create(key(info, nsName, name), [&](const ObjectPtr&, uint64_t rv) {
-      json copy = obj;
-      return Result<NewObject>(seal(info, copy, rv));
+      return Result<NewObject>(sealAt(sealed, rv));
     });
     if (r) return r;
     if (r.error().code == Code::AlreadyExists) {
@@ -518,19 +574,18 @@ Result<ObjectPtr> Rest::write(const ResourceInfo& info, const std::string& ns,
                           !(m.contains("deletionGracePeriodSeconds") &&
                             m["deletionGracePeriodSeconds"].is_number_integer() &&
                             m["deletionGracePeriodSeconds"].get<int64_t>() > 0);
+    Presealed sealed = preseal(info, obj, registry_);
     if (finalizersDone) {
       auto r = store_.remove(k, [&](const ObjectPtr& c, uint64_t rv) -> Result<NewObject> {
         if (c->rv != current->rv) return makeError(Code::Conflict, kRetryMarker);
-        json copy = obj;
-        return seal(info, copy, rv);
+        return sealAt(sealed, rv);
       });
       if (!r && isRetry(r.error())) continue;
       return r;
     }
     auto r = store_.update(k, [&](const ObjectPtr& c, uint64_t rv) -> Result<NewObject> {
       if (c->rv != current->rv) return makeError(Code::Conflict, kRetryMarker);
-      json copy = obj;
-      return seal(info, copy, rv);
+      return sealAt(sealed, rv);
     });
     if (!r && isRetry(r.error())) continue;
     if (!r && r.error().code == Code::NotFound) return notFound(info, name);
@@ -735,14 +790,14 @@ Result<DeleteResult> Rest::remove(const ResourceInfo& info, const std::string& n
     const bool immediate = grace == 0 && finalizers.empty();
     if (immediate) {
       if (opts.dryRun) return DeleteResult{current, true};
+      if (!obj["metadata"].contains("deletionTimestamp")) {
+        obj["metadata"]["deletionTimestamp"] = kube::rfc3339Now();
+        obj["metadata"]["deletionGracePeriodSeconds"] = 0;
+      }
+      Presealed sealed = preseal(info, obj, registry_);
       auto r = store_.remove(k, [&](const ObjectPtr& c, uint64_t rv) -> Result<NewObject> {
         if (c->rv != current->rv) return makeError(Code::Conflict, kRetryMarker);
-        json copy = obj;
-        if (!copy["metadata"].contains("deletionTimestamp")) {
-          copy["metadata"]["deletionTimestamp"] = kube::rfc3339Now();
-          copy["metadata"]["deletionGracePeriodSeconds"] = 0;
-        }
-        return seal(info, copy, rv);
+        return sealAt(sealed, rv);
       });
       if (!r && isRetry(r.error())) continue;
       if (!r && r.error().code == Code::NotFound) return notFound(info, name);
@@ -766,10 +821,10 @@ Result<DeleteResult> Rest::remove(const ResourceInfo& info, const std::string& n
       o->json = obj.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       return DeleteResult{ObjectPtr(o), false};
     }
+    Presealed sealed = preseal(info, obj, registry_);
     auto r = store_.update(k, [&](const ObjectPtr& c, uint64_t rv) -> Result<NewObject> {
       if (c->rv != current->rv) return makeError(Code::Conflict, kRetryMarker);
-      json copy = obj;
-      return seal(info, copy, rv);
+      return sealAt(sealed, rv);
     });
     if (!r && isRetry(r.error())) continue;
     if (!r && r.error().code == Code::NotFound) return notFound(info, name);

@@ -9,15 +9,19 @@
 #include <atomic>
 #include <deque>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
+#include <string_view>
 #include <thread>
 
 #include "kube/object.h"
 #include "minicluster/binding.h"
 #include "minicluster/event_recorder.h"
+#include "minicluster/json_scan.h"
 #include "minicluster/scheduler_plugins.h"
 #include "minicluster/loop_thread.h"
+#include "minicluster/watch_gather.h"
 
 namespace strait::minicluster {
 namespace {
@@ -33,6 +37,27 @@ constexpr auto kUnschedulableFlush = 60s;
 std::string fieldOf(const Object& o, const char* f) {
   auto it = o.fields.find(f);
   return it == o.fields.end() ? std::string() : it->second;
+}
+
+// A digest of a stored Pod's spec, from its JSON text (the store's compact form, so equal
+// specs have equal text); nullopt when the text has no spec.
+std::optional<size_t> specDigest(std::string_view podJson) {
+  auto spec = jsonMember(podJson, "spec");
+  if (!spec) return std::nullopt;
+  return std::hash<std::string_view>{}(*spec);
+}
+
+// What the event recorder reads of an object (apiVersion, kind, metadata), parsed from its
+// stored JSON without the spec and status.
+json eventSubject(std::string_view stored) {
+  json out = json::object();
+  for (const char* member : {"apiVersion", "kind", "metadata"}) {
+    auto text = jsonMember(stored, member);
+    if (!text) continue;
+    json v = json::parse(*text, nullptr, false);
+    if (!v.is_discarded()) out[member] = std::move(v);
+  }
+  return out;
 }
 
 // Upstream numFeasibleNodesToFind with the adaptive percentage.
@@ -91,7 +116,7 @@ class SchedulerImpl : public Scheduler {
     auto lastFlush = Clock::now();
     while (!loop_.stopping()) {
       auto timeout = queue_.empty() ? 200ms : 0ms;
-      auto ev = (*w)->next(timeout);
+      auto ev = nextGathered(**w, timeout);
       if ((*w)->ended()) {
         spdlog::warn("event=scheduler_watch_ended action=relist");
         return restart();
@@ -193,11 +218,9 @@ class SchedulerImpl : public Scheduler {
       // As upstream: an update of the Pod's spec (a toleration added, say) may make it
       // schedulable, so it leaves the unschedulable set; status writes do not.
       auto spec = unschedulableSpec_.find(o->key);
-      json obj = json::parse(o->json, nullptr, false);
-      if (!live || obj.is_discarded() || spec == unschedulableSpec_.end() ||
-          spec->second == specDigest(obj)) {
-        return;
-      }
+      if (!live || spec == unschedulableSpec_.end()) return;
+      std::optional<size_t> digest = specDigest(o->json);
+      if (!digest || spec->second == *digest) return;
       unschedulable_.erase(o->key);
       unschedulableSpec_.erase(spec);
     }
@@ -241,12 +264,12 @@ class SchedulerImpl : public Scheduler {
     if (pod.is_discarded() || kube::isBeingDeleted(pod)) return;
     auto info = sched::parsePod(pod);
     if (!info) {
-      markUnschedulable(key, pod, "0/" + std::to_string(nodes_.size()) +
+      markUnschedulable(key, o, pod, "0/" + std::to_string(nodes_.size()) +
                                       " nodes are available: " + info.error().message + ".");
       return;
     }
     if (nodes_.empty()) {
-      markUnschedulable(key, pod, "no nodes available to schedule pods");
+      markUnschedulable(key, o, pod, "no nodes available to schedule pods");
       return;
     }
     std::vector<const NodeInfo*> all;
@@ -271,7 +294,7 @@ class SchedulerImpl : public Scheduler {
     }
     nextStart_ = (nextStart_ + visited) % total;
     if (feasible.empty()) {
-      markUnschedulable(key, pod, sched::fitErrorMessage(total, failed));
+      markUnschedulable(key, o, pod, sched::fitErrorMessage(total, failed));
       return;
     }
     auto scores = sched::scoreNodes(*info, feasible, spread);
@@ -294,21 +317,17 @@ class SchedulerImpl : public Scheduler {
     ++bound_;
     sched::addPod(nodes_.at(nodeName), *info);
     assigned_[key] = Assigned{nodeName, std::move(*info)};
-    json bound = json::parse((*r)->json, nullptr, false);
-    if (!bound.is_discarded()) {
-      recorder_.record(bound, "Normal", "Scheduled",
-                       "Successfully assigned " + kube::getNamespace(bound) + "/" +
-                           kube::getName(bound) + " to " + nodeName);
-    }
+    json bound = eventSubject((*r)->json);
+    recorder_.record(bound, "Normal", "Scheduled",
+                     "Successfully assigned " + kube::getNamespace(bound) + "/" +
+                         kube::getName(bound) + " to " + nodeName);
   }
 
-  static size_t specDigest(const json& pod) {
-    return std::hash<std::string>{}(pod.value("spec", json()).dump());
-  }
-
-  void markUnschedulable(const std::string& key, const json& pod, const std::string& message) {
+  // `stored` is the version `pod` was parsed from.
+  void markUnschedulable(const std::string& key, const Object& stored, const json& pod,
+                         const std::string& message) {
     unschedulable_.insert(key);
-    unschedulableSpec_[key] = specDigest(pod);
+    unschedulableSpec_[key] = specDigest(stored.json).value_or(0);
     std::string ns = kube::getNamespace(pod), name = kube::getName(pod);
     bool changed = false;
     auto r = rest_.mutate(*pods_, ns, name, "status", [&](json& p) -> kube::Status {
@@ -337,8 +356,7 @@ class SchedulerImpl : public Scheduler {
     });
     if (!r) return;
     spdlog::debug("event=pod_unschedulable pod={}/{} message=\"{}\"", ns, name, message);
-    json current = json::parse((*r)->json, nullptr, false);
-    if (!current.is_discarded()) recorder_.record(current, "Warning", "FailedScheduling", message);
+    recorder_.record(eventSubject((*r)->json), "Warning", "FailedScheduling", message);
     (void)changed;
   }
 

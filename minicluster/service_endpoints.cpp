@@ -87,7 +87,7 @@ std::vector<std::string> servicesSelecting(const LocalInformer& services, const 
 
 InformerHandlers podHandlersForServices(const LocalInformer& services, kube::WorkerPool& queue) {
   auto changed = [&services, &queue](const CachedPtr& p) {
-    for (const auto& k : servicesSelecting(services, p->ns, kube::getLabels(*p->tree()))) {
+    for (const auto& k : servicesSelecting(services, p->ns, kube::getLabels(*p->head()))) {
       queue.add(k);
     }
   };

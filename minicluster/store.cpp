@@ -7,8 +7,9 @@
 //   3. with a data directory, encode the WAL record and append it to the group-commit
 //      buffer (no I/O here), getting a ticket;
 //   4. apply to the map, bump the revision, append the event to the history;
-//   5. fan the event out to matching watchers (one shared EventPtr);
-//   6. after unlocking, wait until the flusher has fsync'd past the ticket; only then return.
+//   5. fan the event out to matching watchers (one shared EventPtr), queueing only;
+//   6. after unlocking, wake the watchers whose readers wait for it, then wait until the
+//      flusher has fsync'd past the ticket; only then return.
 // Consequence: a write is visible to readers and watchers slightly before it is durable (the
 // fsync of its group). After a crash, writes that were in that window and never acknowledged
 // may be lost (and their rvs reused); acknowledged ones never are.
@@ -272,7 +273,18 @@ Result<ObjectPtr> StoreImpl::write(
     const std::function<Result<NewObject>(const ObjectPtr&, uint64_t)>& fn) {
   uint64_t ticket = 0;
   ObjectPtr result;
+  // Readers to wake once mu_ is released (a reader woken under it could preempt this writer
+  // and stall every other one). Reused per thread: no allocation per write.
+  thread_local std::vector<std::shared_ptr<WatcherQueue>> toWake;
+  struct WakeAfterUnlock {
+    std::vector<std::shared_ptr<WatcherQueue>>& queues;
+    ~WakeAfterUnlock() {
+      for (const auto& q : queues) q->wake();
+      queues.clear();
+    }
+  };
   {
+    WakeAfterUnlock wakeAfterUnlock{toWake};  // declared before lk: runs after it unlocks
     std::unique_lock lk(mu_);
     if (!opened_) return makeError(Code::Unavailable, "store: write before open()");
     if (wal_ && wal_->failed()) {
@@ -326,7 +338,7 @@ Result<ObjectPtr> StoreImpl::write(
     auto ev = std::make_shared<const Event>(Event{type, newRv, obj, std::move(current)});
     history_.push_back(ev);
     trimHistoryLocked();
-    hub_->publish(key, ev);
+    hub_->publish(key, ev, toWake);
     result = std::move(obj);
     if (wal_) {
       ++walRecordsSinceSnapshot_;

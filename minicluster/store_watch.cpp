@@ -6,7 +6,7 @@
 
 namespace strait::minicluster {
 
-bool WatcherQueue::push(const EventPtr& ev) {
+bool WatcherQueue::push(const EventPtr& ev, bool* wake) {
   base::MutexLock lk(mu_);
   if (stopped_ || ended_) return false;
   if (queue_.size() >= limit_) {
@@ -17,10 +17,19 @@ bool WatcherQueue::push(const EventPtr& ev) {
     return false;
   }
   queue_.push_back(ev);
-  // The reader only ever waits on an empty queue.
-  if (queue_.size() == 1) ready_.notify_one();
+  // The reader only ever waits on an empty queue. It checks the queue and starts waiting
+  // under mu_, so a notify after mu_ is released still finds it waiting.
+  if (queue_.size() == 1) {
+    if (wake) {
+      *wake = true;
+    } else {
+      ready_.notify_one();
+    }
+  }
   return true;
 }
+
+void WatcherQueue::wake() { ready_.notify_one(); }
 
 std::optional<EventPtr> WatcherQueue::next(std::chrono::milliseconds timeout) {
   base::UniqueLock lk(mu_);
@@ -65,15 +74,20 @@ void WatchHub::remove(const WatcherQueue* w) {
   }
 }
 
-void WatchHub::publish(const std::string& key, const EventPtr& ev) {
+void WatchHub::publish(const std::string& key, const EventPtr& ev,
+                       std::vector<std::shared_ptr<WatcherQueue>>& toWake) {
   base::MutexLock lk(mu_);
   for (size_t i = 0; i < watchers_.size();) {
     WatcherQueue& w = *watchers_[i];
-    if (ev->rv > w.afterRv() && key.starts_with(w.prefix()) && !w.push(ev)) {
-      // Ended or stopped: drop it from the fan-out list (order of watchers is irrelevant).
-      std::swap(watchers_[i], watchers_.back());
-      watchers_.pop_back();
-      continue;
+    if (ev->rv > w.afterRv() && key.starts_with(w.prefix())) {
+      bool wake = false;
+      if (!w.push(ev, &wake)) {
+        // Ended or stopped: drop it from the fan-out list (order of watchers is irrelevant).
+        std::swap(watchers_[i], watchers_.back());
+        watchers_.pop_back();
+        continue;
+      }
+      if (wake) toWake.push_back(watchers_[i]);
     }
     ++i;
   }

@@ -8,7 +8,9 @@
 //
 // Locking: the store calls publish() and add() while holding its own lock (exclusive for
 // publish, at least shared for add), which orders history replay against live events. The
-// hub's mutex is taken after the store's; a watcher's mutex after the hub's.
+// hub's mutex is taken after the store's; a watcher's mutex after the hub's. publish() only
+// queues: the readers it must wake are handed back and woken (wake()) after the store's lock
+// is released, so a woken reader never preempts a writer that holds it.
 
 #include <condition_variable>
 #include <cstdint>
@@ -33,8 +35,12 @@ class WatcherQueue {
   uint64_t afterRv() const { return afterRv_; }
 
   // Queues an event; ends the watcher if that would exceed the limit. Returns false when the
-  // watcher no longer takes events (ended or stopped).
-  bool push(const EventPtr& ev);
+  // watcher no longer takes events (ended or stopped). `*wake` (if given) is set when the
+  // reader may be waiting for this event: the caller must then call wake(); without `wake`
+  // the reader is woken here.
+  bool push(const EventPtr& ev, bool* wake = nullptr);
+  // Wakes a reader waiting in next() (after a push that asked for it). Any thread, no lock.
+  void wake();
   std::optional<EventPtr> next(std::chrono::milliseconds timeout);
   bool ended() const;
   // Stops by the owner (stop()) or by the store (endByStore = true, e.g. store destroyed).
@@ -57,8 +63,11 @@ class WatchHub {
  public:
   void add(std::shared_ptr<WatcherQueue> w);
   void remove(const WatcherQueue* w);
-  // Delivers `ev` (whose object has key `key`) to every matching watcher.
-  void publish(const std::string& key, const EventPtr& ev);
+  // Delivers `ev` (whose object has key `key`) to every matching watcher. The watchers whose
+  // readers must be woken are appended to `toWake`; call wake() on each once the caller's
+  // locks are released.
+  void publish(const std::string& key, const EventPtr& ev,
+               std::vector<std::shared_ptr<WatcherQueue>>& toWake);
   // Ends every watcher (the store is going away).
   void endAll();
 

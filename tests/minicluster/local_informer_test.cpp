@@ -161,11 +161,11 @@ TEST_F(LocalInformerTest, WithoutKeptTreesCachesOnlyTheJson) {
   InformerHandlers first, second;
   first.onAdd = [&](const CachedPtr& o) {
     std::lock_guard l(mu);
-    firstSeen.push_back(o->tree().get());
+    firstSeen.push_back(o->head().get());
   };
   second.onAdd = [&](const CachedPtr& o) {
     std::lock_guard l(mu);
-    secondSeen.push_back(o->tree().get());
+    secondSeen.push_back(o->head().get());
   };
   inf.addHandlers(first);
   inf.addHandlers(second);
@@ -180,15 +180,22 @@ TEST_F(LocalInformerTest, WithoutKeptTreesCachesOnlyTheJson) {
   {
     std::lock_guard l(mu);
     EXPECT_EQ(firstSeen, secondSeen);  // one parse shared by both handlers
+    for (const json* head : firstSeen) {
+      EXPECT_TRUE(head->contains("metadata"));
+      EXPECT_FALSE(head->contains("spec"));  // the handlers' view has no spec
+    }
   }
   for (const char* name : {"p1", "p2"}) {
     auto c = inf.get("a", name);
     ASSERT_TRUE(c);
     EXPECT_EQ(c->kept, nullptr) << name;
     EXPECT_TRUE(c->recent.expired()) << name;  // no tree outlives the handlers
+    EXPECT_TRUE(c->recentHead.expired()) << name;
     JsonPtr t = c->tree();
     EXPECT_EQ((*t)["metadata"]["name"], name);
     EXPECT_EQ(c->tree(), t);  // shared while held
+    EXPECT_EQ(c->head(), t);  // a held tree serves as the head too
+    EXPECT_TRUE(t->contains("spec"));
   }
   ASSERT_EQ(inf.byIndex(kIndexOwnerUid, "owner-1").size(), 1u);
   ASSERT_EQ(inf.byIndex(kIndexNodeName, "n2").size(), 1u);
