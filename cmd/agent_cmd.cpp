@@ -10,6 +10,7 @@
 
 #include "cmd/agent_health.h"
 #include "cmd/agent_leader.h"
+#include "cmd/agent_memory.h"
 #include "cmd/agent_metrics.h"
 #include "cmd/agent_vnode.h"
 #include "cmd/cli_util.h"
@@ -336,8 +337,12 @@ int runAgent(const AgentFlags& flags) {
     return 1;
   }
   if (health) health->setRole(AgentHealth::Role::Leading);
+  // Freed heap back to the kernel every 2 s (agent_memory.h): the agent's arenas otherwise
+  // keep most of what its threads freed (134 of 176 MB with 6,000 offloaded Pods).
+  HeapTrimmer trimmer(std::chrono::seconds(2));
   while (!g_stop && !(*leadership)->lost()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    trimmer.tick(HeapTrimmer::Clock::now());
   }
   const bool leadershipLost = (*leadership)->lost();
   if (leadershipLost) {

@@ -32,8 +32,11 @@ kube::Result<int> addMissingTolerations(kube::Client& local, const std::string& 
                                         const Offloading& offloading,
                                         const TolerationWebhookConfig& config) {
   if (!offloading.offloaded || config.taintEffect.empty()) return 0;
+  // Only Pods not bound to a node yet: a toleration is of no use to a bound one, and an
+  // offloaded namespace may hold thousands of bound Pods still Pending (listing them every
+  // pass cost the agent tens of MB at each pass).
   kube::ListOptions opts;
-  opts.fieldSelector = "status.phase=Pending";
+  opts.fieldSelector = "status.phase=Pending,spec.nodeName=";
   kube::Result<json> pods = local.list(res::kPods, ns, opts);
   if (!pods.ok()) return pods.error();
   int changed = 0;
