@@ -35,10 +35,15 @@ TEST(JsonMemberTest, StringsWithEscapesAndWhitespace) {
 }
 
 TEST(JsonMemberTest, AgreesWithTheParserOnDumpedObjects) {
-  nlohmann::json pod = {
-      {"kind", "Pod"},
-      {"metadata", {{"name", "p"}, {"labels", {{"a\"b", "{["}}}, {"resourceVersion", "0"}}},
-      {"spec", {{"containers", {{{"name", "c"}, {"command", {"sh", "-c", "echo \"}\\\""}}}}}}}}};
+  nlohmann::json container;
+  container["name"] = "c";
+  container["command"] = nlohmann::json::array({"sh", "-c", "echo \"}\\\""});
+  nlohmann::json pod;
+  pod["kind"] = "Pod";
+  pod["metadata"]["name"] = "p";
+  pod["metadata"]["labels"]["a\"b"] = "{[";
+  pod["metadata"]["resourceVersion"] = "0";
+  pod["spec"]["containers"].push_back(container);
   const std::string text = pod.dump();
   for (const char* key : {"kind", "metadata", "spec"}) {
     auto member = jsonMember(text, key);
