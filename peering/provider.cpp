@@ -142,7 +142,13 @@ kube::Result<ResourceMap> ProviderService::currentBudget() {
     opts.fieldSelector = "status.phase!=Succeeded,status.phase!=Failed";
     kube::Result<json> pods = client_.list(kube::resources::kPods, "", opts);
     if (!pods.ok()) return pods.error();
-    free = freeAllocatable(nodes->value("items", json::array()), pods->value("items", json::array()));
+    // As ProviderCapacity::freeAllocatable: the Pods that run for consumers are covered by
+    // their grants.
+    json own = json::array();
+    for (const json& p : pods->value("items", json::array())) {
+      if (!runsForAConsumer(p)) own.push_back(p);
+    }
+    free = freeAllocatable(nodes->value("items", json::array()), own);
   }
   return budgetFor(free, config_.policy);
 }

@@ -8,6 +8,7 @@
 #include "kube/cache.h"
 #include "kube/json_access.h"
 #include "kube/object.h"
+#include "peering/names.h"
 
 namespace strait::peering {
 
@@ -38,12 +39,39 @@ json slimContainers(const json& list) {
   return out;
 }
 
-kube::Quantity cpuOf(const ResourceMap& m) {
-  auto it = m.find("cpu");
-  return it == m.end() ? kube::Quantity() : it->second;
+void addTo(std::map<std::string, ResourceMap>& byNode, const std::string& node,
+           const ResourceMap& requests) {
+  ResourceMap& used = byNode[node];
+  used = addResources(used, requests);
+}
+
+void subtractFrom(std::map<std::string, ResourceMap>& byNode, const std::string& nodeName,
+                  const ResourceMap& requests) {
+  auto node = byNode.find(nodeName);
+  if (node == byNode.end()) return;
+  for (const auto& [name, q] : requests) {
+    auto it = node->second.find(name);
+    if (it == node->second.end()) continue;
+    kube::Result<kube::Quantity> left = it->second.sub(q);
+    if (!left.ok() || left->sign() <= 0) {
+      node->second.erase(it);
+    } else {
+      it->second = *left;
+    }
+  }
+  if (node->second.empty()) byNode.erase(node);
 }
 
 }  // namespace
+
+bool runsForAConsumer(const json& pod) {
+  const json& labels = kube::child(kube::child(pod, "metadata"), "labels");
+  if (!labels.is_object()) return false;
+  if (labels.contains(std::string(kLabelOriginClusterId))) return true;
+  auto managed = labels.find(std::string(kLabelManagedBy));
+  return labels.contains(std::string(kLabelRemoteCluster)) && managed != labels.end() &&
+         managed->is_string() && managed->get<std::string>() == kManagedByValue;
+}
 
 void ProviderCapacity::slimNode(json& node) {
   json slim = json::object();
@@ -81,6 +109,16 @@ void ProviderCapacity::slimPod(json& pod) {
   json meta = json::object();
   const json& m = kube::child(pod, "metadata");
   for (const char* k : {"name", "namespace", "uid", "resourceVersion"}) keep(m, meta, k);
+  // Only the labels that say the Pod runs for a consumer.
+  json labels = json::object();
+  if (m.contains("labels") && m["labels"].is_object()) {
+    const json& all = m["labels"];
+    for (std::string_view k : {kLabelOriginClusterId, kLabelRemoteCluster, kLabelManagedBy}) {
+      auto it = all.find(std::string(k));
+      if (it != all.end()) labels[std::string(k)] = *it;
+    }
+  }
+  if (!labels.empty()) meta["labels"] = std::move(labels);
   slim["metadata"] = std::move(meta);
   json spec = json::object();
   const json& s = kube::child(pod, "spec");
@@ -133,19 +171,8 @@ bool ProviderCapacity::waitForSync(std::chrono::milliseconds timeout) const {
 }
 
 void ProviderCapacity::subtractLocked(const PodEntry& e) {
-  auto node = usedByNode_.find(e.node);
-  if (node == usedByNode_.end()) return;
-  for (const auto& [name, q] : e.requests) {
-    auto it = node->second.find(name);
-    if (it == node->second.end()) continue;
-    kube::Result<kube::Quantity> left = it->second.sub(q);
-    if (!left.ok() || left->sign() <= 0) {
-      node->second.erase(it);
-    } else {
-      it->second = *left;
-    }
-  }
-  if (node->second.empty()) usedByNode_.erase(node);
+  subtractFrom(usedByNode_, e.node, e.requests);
+  if (!e.forConsumer) subtractFrom(ownUsedByNode_, e.node, e.requests);
 }
 
 void ProviderCapacity::setLocked(const std::string& key, PodEntry e) {
@@ -156,8 +183,8 @@ void ProviderCapacity::setLocked(const std::string& key, PodEntry e) {
   }
   if (e.node.empty()) return;  // not bound: counts on no node
   if (!e.requests.empty()) {
-    ResourceMap& used = usedByNode_[e.node];
-    used = addResources(used, e.requests);
+    addTo(usedByNode_, e.node, e.requests);
+    if (!e.forConsumer) addTo(ownUsedByNode_, e.node, e.requests);
   }
   podsByKey_.emplace(key, std::move(e));
 }
@@ -166,6 +193,7 @@ void ProviderCapacity::observePod(const json& pod) {
   PodEntry e;
   e.node = kube::stringOf(kube::child(pod, "spec"), "nodeName");
   if (!e.node.empty()) e.requests = podRequests(json::array({pod}));  // terminal: none
+  e.forConsumer = runsForAConsumer(pod);
   base::MutexLock lock(mu_);
   setLocked(kube::objectKey(pod), std::move(e));
 }
@@ -193,7 +221,7 @@ ProviderSummary ProviderCapacity::poolSummary(const NodeSelector& selector) cons
     if (selectorMatches(selector, kube::getLabels(*n))) items.push_back(*n);
   }
   base::MutexLock lock(mu_);
-  return summarizePool(items, usedByNode_, selector);
+  return summarizePool(items, ownUsedByNode_, selector);
 }
 
 ResourceMap ProviderCapacity::freeAllocatable() const {
@@ -203,8 +231,8 @@ ResourceMap ProviderCapacity::freeAllocatable() const {
   for (const kube::ObjectPtr& n : nodes) {
     if (!nodeUsable(*n)) continue;
     alloc = addResources(alloc, peering::freeAllocatable(json::array({*n}), json::array()));
-    auto u = usedByNode_.find(kube::getName(*n));
-    if (u != usedByNode_.end()) used = addResources(used, u->second);
+    auto u = ownUsedByNode_.find(kube::getName(*n));
+    if (u != ownUsedByNode_.end()) used = addResources(used, u->second);
   }
   for (const auto& [k, v] : used) {
     auto it = alloc.find(k);

@@ -29,6 +29,10 @@
 
 namespace strait::peering {
 
+// The Pod runs here for a consumer: created by the reflection stream (origin-cluster label)
+// or by a peering (managed-by Strait and remote-cluster labels).
+bool runsForAConsumer(const nlohmann::json& pod);
+
 class ProviderCapacity {
  public:
   // `client` is borrowed and must outlive this object.
@@ -47,9 +51,14 @@ class ProviderCapacity {
 
   // summarizeProvider(Nodes, Pods) of the watched cluster.
   ProviderSummary summary() const;
-  // summarizePool(Nodes, Pods, selector) of the watched cluster (pools.h).
+  // summarizePool(Nodes, Pods, selector) of the watched cluster (pools.h), without the Pods
+  // that run for consumers (as freeAllocatable()).
   ProviderSummary poolSummary(const NodeSelector& selector) const;
-  // peering::freeAllocatable(Nodes, non-terminal Pods) of the watched cluster.
+  // peering::freeAllocatable(Nodes, non-terminal Pods) of the watched cluster, leaving out
+  // the Pods that run here for consumers (reflected, or created by a peering): their
+  // resources are already covered by the consumers' grants, and counting them too would
+  // shrink a consumer's grant as its own Pods arrive (with share S of free allocatable C, a
+  // lone consumer would converge on C*S/(1+S) instead of C*S).
   ResourceMap freeAllocatable() const;
   // Pods tracked (bound to a node), for tests and diagnostics.
   size_t podCount() const;
@@ -62,6 +71,7 @@ class ProviderCapacity {
   struct PodEntry {
     std::string node;
     ResourceMap requests;  // empty for a terminal Pod
+    bool forConsumer = false;  // runs here for a consumer (reflected or peering-created)
   };
   void observePod(const nlohmann::json& pod);
   void forgetPod(const std::string& key);
@@ -74,6 +84,8 @@ class ProviderCapacity {
   mutable base::Mutex mu_;
   std::unordered_map<std::string, PodEntry> podsByKey_ GUARDED_BY(mu_);  // "ns/name"
   std::map<std::string, ResourceMap> usedByNode_ GUARDED_BY(mu_);
+  // The same without the Pods that run for consumers (what the budget is taken from).
+  std::map<std::string, ResourceMap> ownUsedByNode_ GUARDED_BY(mu_);
 };
 
 }  // namespace strait::peering

@@ -27,7 +27,7 @@ PACKAGES=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libnl-3-dev libnl-route-3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev lld
   python3 python3-kubernetes python3-yaml
   curl openssl iproute2 procps
   wireguard-go wireguard-tools iperf3 iputils-ping socat

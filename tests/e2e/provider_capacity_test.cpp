@@ -114,9 +114,34 @@ TEST_F(ProviderCapacityTest, WatchedSummaryEqualsTheListedOneAsPodsComeAndGo) {
   cap.stop();
 }
 
+// A consumer's Pods are covered by its grant: counted in the summary (what the provider
+// uses), left out of the free allocatable the budget is taken from, else each consumer's grant
+// would shrink as its own Pods arrive.
+TEST_F(ProviderCapacityTest, PodsThatRunForAConsumerAreLeftOutOfTheBudgetsFreeCapacity) {
+  peering::ProviderCapacity cap(*client_);
+  cap.start();
+  ASSERT_TRUE(cap.waitForSync(30s));
+  json reflected = podAsking("reflected", "1");
+  reflected["metadata"]["labels"] = {{"strait.io/origin-cluster-id", "consumer-1"}};
+  json peered = podAsking("peered", "500m");
+  peered["metadata"]["labels"] = {{"strait.io/managed-by", "strait"},
+                                  {"strait.io/remote-cluster-id", "consumer-2"}};
+  json own = podAsking("own", "250m");
+  own["metadata"]["labels"] = {{"strait.io/remote-cluster-id", "not-managed"}};
+  for (const json& p : {reflected, peered, own}) {
+    ASSERT_TRUE(client_->create(res::kPods, "default", p).ok());
+  }
+  ASSERT_TRUE(waitFor([&] { return cpu(cap.summary().pooledFree).toString() == "6250m"; }, 30s,
+                      50ms))
+      << peering::formatResources(cap.summary().pooledFree);
+  EXPECT_EQ(cpu(cap.freeAllocatable()).toString(), "7750m");
+  EXPECT_EQ(cpu(cap.poolSummary({}).pooledFree).toString(), "7750m");
+  cap.stop();
+}
+
 TEST_F(ProviderCapacityTest, APodKeepsOnlyWhatTheCapacityIsComputedFrom) {
   json pod = podAsking("slim", "250m");
-  pod["metadata"]["labels"] = {{"app", "web"}};
+  pod["metadata"]["labels"] = {{"app", "web"}, {"strait.io/origin-cluster-id", "c1"}};
   pod["metadata"]["resourceVersion"] = "7";
   pod["metadata"]["uid"] = "u-1";
   pod["spec"]["nodeName"] = "n1";
@@ -126,7 +151,8 @@ TEST_F(ProviderCapacityTest, APodKeepsOnlyWhatTheCapacityIsComputedFrom) {
   json slim = pod;
   peering::ProviderCapacity::slimPod(slim);
   EXPECT_EQ(slim, json::parse(R"({
-    "metadata": {"name": "slim", "namespace": "default", "uid": "u-1", "resourceVersion": "7"},
+    "metadata": {"name": "slim", "namespace": "default", "uid": "u-1", "resourceVersion": "7",
+                 "labels": {"strait.io/origin-cluster-id": "c1"}},
     "spec": {"nodeName": "n1",
              "containers": [{"resources": {"requests": {"cpu": "250m", "memory": "64Mi"}}}],
              "initContainers": [{"resources": {"requests": {"cpu": "1"}}}]},
