@@ -9,10 +9,18 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <condition_variable>
+#include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <iostream>
+#include <memory>
+#include <mutex>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -75,18 +83,120 @@ std::string CommandResult::describe() const {
   return ss.str();
 }
 
+namespace {
+
+// STRAIT_E2E_TRACE set: one line per command and per wait on stderr.
+bool tracing() {
+  static const bool on = [] {
+    const char* v = getenv("STRAIT_E2E_TRACE");
+    return v != nullptr && *v != '\0';
+  }();
+  return on;
+}
+
+const Clock::time_point kTraceOrigin = Clock::now();
+
+void trace(const std::string& what, Clock::time_point began) {
+  char head[64];
+  snprintf(head, sizeof head, "trace %8.3f ",
+           std::chrono::duration<double>(began - kTraceOrigin).count());
+  char took[32];
+  snprintf(took, sizeof took, " %7.3fs ",
+           std::chrono::duration<double>(Clock::now() - began).count());
+  std::cerr << head << what.substr(0, what.find(' ')) << took
+            << what.substr(std::min(what.size(), what.find(' ') + 1)) << "\n";
+}
+
+}  // namespace
+
 bool waitFor(const std::function<bool()>& condition, std::chrono::milliseconds deadline,
-             std::chrono::milliseconds interval) {
-  const auto end = Clock::now() + deadline;
+             std::chrono::milliseconds interval, std::source_location caller) {
+  const auto began = Clock::now();
+  const auto end = began + deadline;
+  int polls = 0;
+  auto done = [&](bool result) {
+    if (tracing()) {
+      std::string file = caller.file_name();
+      file = file.substr(file.rfind('/') + 1);
+      trace("wait " + file + ":" + std::to_string(caller.line()) + " " +
+                (result ? "met" : "NOT met") + " after " + std::to_string(polls) + " polls of " +
+                std::to_string(interval.count()) + "ms",
+            began);
+    }
+    return result;
+  };
   while (true) {
+    ++polls;
     if (condition()) {
-      return true;
+      return done(true);
     }
     if (Clock::now() >= end) {
-      return condition();
+      ++polls;
+      return done(condition());
     }
     std::this_thread::sleep_for(interval);
   }
+}
+
+namespace {
+
+// Threads that run inParallel's steps and never end: a process started by a step gets
+// SIGTERM when the thread that forked it ends (PR_SET_PDEATHSIG follows the thread), so
+// these threads live as long as the test binary, like the main thread.
+class Workers {
+ public:
+  static Workers& get() {
+    static Workers* workers = new Workers();  // never destroyed: its threads never end
+    return *workers;
+  }
+  void run(std::function<void()> task) {
+    std::lock_guard<std::mutex> l(mu_);
+    queue_.push_back(std::move(task));
+    // Each task not yet taken needs a waiting thread of its own, so that none waits for
+    // another task to finish.
+    if (waiting_ >= queue_.size()) {
+      cv_.notify_one();
+    } else {
+      std::thread([this] { loop(); }).detach();
+    }
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (true) {
+      ++waiting_;
+      cv_.wait(l, [&] { return !queue_.empty(); });
+      --waiting_;
+      std::function<void()> task = std::move(queue_.front());
+      queue_.pop_front();
+      l.unlock();
+      task();
+      l.lock();
+    }
+  }
+  std::mutex mu_;  // guards the fields below
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  size_t waiting_ = 0;  // threads in cv_.wait
+};
+
+}  // namespace
+
+std::string inParallel(const std::vector<std::function<std::string()>>& steps) {
+  std::vector<std::future<std::string>> running;
+  running.reserve(steps.size());
+  for (const auto& step : steps) {
+    auto promise = std::make_shared<std::promise<std::string>>();
+    running.push_back(promise->get_future());
+    Workers::get().run([promise, step] { promise->set_value(step()); });
+  }
+  std::string first;
+  for (auto& r : running) {
+    std::string e = r.get();
+    if (first.empty()) first = std::move(e);
+  }
+  return first;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -223,6 +333,7 @@ int terminateGroup(pid_t pid, std::chrono::milliseconds grace) {
 CommandResult runCommand(const std::vector<std::string>& argv, const Env& env,
                          std::chrono::milliseconds timeout, const std::string& stdinData) {
   CommandResult result;
+  const auto began = Clock::now();
   TempDir io("strait-cmd");
   std::string stdinPath;
   if (!stdinData.empty()) {
@@ -245,6 +356,14 @@ CommandResult runCommand(const std::vector<std::string>& argv, const Env& env,
   }
   result.out = readFile(io.file("stdout"));
   result.err = readFile(io.file("stderr"));
+  if (tracing()) {
+    std::string line = "cmd exit=" + std::to_string(result.exitCode);
+    for (const std::string& a : argv) {
+      line += " " + (a.size() > 60 ? a.substr(0, 57) + "..." : a);
+      if (line.size() > 240) break;
+    }
+    trace(line, began);
+  }
   return result;
 }
 

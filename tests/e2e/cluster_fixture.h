@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -93,8 +94,18 @@ class BackgroundProcess {
 
 // Polls `condition` (first at once, then every `interval`) until it returns true or
 // `deadline` has passed since the call. Returns the last result of `condition`.
+// With STRAIT_E2E_TRACE set in the environment, runCommand and waitFor write one line each
+// to stderr ("trace <seconds since start> cmd|wait <duration> ..."), which shows where a
+// test spends its time.
 bool waitFor(const std::function<bool()>& condition, std::chrono::milliseconds deadline,
-             std::chrono::milliseconds interval = 50ms);
+             std::chrono::milliseconds interval = 50ms,
+             std::source_location caller = std::source_location::current());
+
+// Runs each step on a thread of its own (independent start-ups: two clusters, two agents)
+// and waits for all of them. Returns the first non-empty result in the order given, or "".
+// Steps must not use gtest assertions (they run off the test thread) and must not share
+// unsynchronized state.
+std::string inParallel(const std::vector<std::function<std::string()>>& steps);
 
 // The numbers N of the lines "tick N" (a trailing \r allowed) in `text`, in order.
 std::vector<int> tickNumbers(const std::string& text);
