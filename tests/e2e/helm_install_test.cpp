@@ -205,14 +205,17 @@ TEST_F(HelmInstallTest, InstallPeerOffloadUpgradeUninstallOnTwoClusters) {
   // Distinct pod CIDRs per cluster and per process: the host routes each podCIDR to its node
   // (the API server reaches Pod IPs) and another test's cluster may run beside these.
   int k = 100 + (::getpid() % 60) * 2;
-  for (Cluster* c : {&home_, &cloud_}) {
-    std::string cidr = "10." + std::to_string(c == &home_ ? k : k + 1) + ".0.0/16";
-    ASSERT_EQ(c->server.start(c->name, 60s,
-                              {"--runtime", "process", "--nodes", "1", "--node-cpu", "4",
-                               "--node-memory", "8Gi", "--pod-cidr", cidr, "--local-image",
-                               "strait=" + straitBinary()}),
-              "");
-  }
+  auto startServer = [&](Cluster& c) {
+    std::string cidr = "10." + std::to_string(&c == &home_ ? k : k + 1) + ".0.0/16";
+    std::string e = c.server.start(c.name, 60s,
+                                   {"--runtime", "process", "--nodes", "1", "--node-cpu", "4",
+                                    "--node-memory", "8Gi", "--pod-cidr", cidr, "--local-image",
+                                    "strait=" + straitBinary()});
+    return e.empty() ? e : c.name + ": " + e;
+  };
+  // The two clusters are independent until the peering: each step runs on both side by side.
+  ASSERT_EQ(inParallel({[&] { return startServer(home_); }, [&] { return startServer(cloud_); }}),
+            "");
   const std::vector<std::string> values = {
       "--set", "service.type=NodePort",
       "--set", "service.grpcNodePort=" + std::to_string(kGrpcNodePort),
@@ -220,8 +223,9 @@ TEST_F(HelmInstallTest, InstallPeerOffloadUpgradeUninstallOnTwoClusters) {
       "--set", "agent.share=1",
       "--set", "agent.leaderLeaseDuration=5s",
       "--wait", "--timeout", "3m"};
-  ASSERT_EQ(install(cloud_, values), "");
-  ASSERT_EQ(install(home_, values), "");
+  ASSERT_EQ(inParallel({[&] { return install(cloud_, values); },
+                        [&] { return install(home_, values); }}),
+            "");
 
   // The agents run as Pods of the chart's image, Ready (helm --wait), with in-cluster config.
   std::map<std::string, std::string> nodeIp;
@@ -349,13 +353,16 @@ TEST_F(HelmInstallTest, InstallPeerOffloadUpgradeUninstallOnTwoClusters) {
                                             "jsonpath={.items[0].metadata.uid}"})
                                  .out;
   // Home also stops keeping its identity on uninstall (its peers may forget it).
+  auto upgrade = [&](Cluster& c) {
+    std::vector<std::string> args = {"upgrade", "strait", chartDir(), "-n", "strait-system",
+                                     "--reuse-values", "--set", "agent.logLevel=debug",
+                                     "--wait", "--timeout", "3m"};
+    if (&c == &home_) args.insert(args.end(), {"--set", "identity.keepOnUninstall=false"});
+    CommandResult up = c.helm(args);
+    return up.exitCode == 0 ? "" : c.name + ": " + up.describe();
+  };
+  ASSERT_EQ(inParallel({[&] { return upgrade(cloud_); }, [&] { return upgrade(home_); }}), "");
   for (Cluster* c : {&cloud_, &home_}) {
-    std::vector<std::string> upgrade = {"upgrade", "strait", chartDir(), "-n", "strait-system",
-                                        "--reuse-values", "--set", "agent.logLevel=debug",
-                                        "--wait", "--timeout", "3m"};
-    if (c == &home_) upgrade.insert(upgrade.end(), {"--set", "identity.keepOnUninstall=false"});
-    CommandResult up = c->helm(upgrade);
-    ASSERT_EQ(up.exitCode, 0) << c->name << ": " << up.describe();
     json dep = c->getJson({"deployment", "-n", "strait-system", "strait-agent"});
     std::string args = dep["spec"]["template"]["spec"]["containers"][0]["args"].dump();
     EXPECT_NE(args.find("--log-level=debug"), std::string::npos) << args;
@@ -383,11 +390,12 @@ TEST_F(HelmInstallTest, InstallPeerOffloadUpgradeUninstallOnTwoClusters) {
                                      cloud_.server.kubeconfig(), "--timeout", "2m"},
                                     {}, 150s);
   ASSERT_EQ(unpeer.exitCode, 0) << unpeer.describe();
-  for (Cluster* c : {&home_, &cloud_}) {
-    CommandResult un = c->helm({"uninstall", "strait", "-n", "strait-system", "--wait",
-                                "--timeout", "2m"});
-    ASSERT_EQ(un.exitCode, 0) << c->name << ": " << un.describe();
-  }
+  auto uninstall = [&](Cluster& c) {
+    CommandResult un =
+        c.helm({"uninstall", "strait", "-n", "strait-system", "--wait", "--timeout", "2m"});
+    return un.exitCode == 0 ? "" : c.name + ": " + un.describe();
+  };
+  ASSERT_EQ(inParallel({[&] { return uninstall(home_); }, [&] { return uninstall(cloud_); }}), "");
   for (Cluster* c : {&home_, &cloud_}) {
     std::string error;
     std::vector<std::string> left;
