@@ -63,18 +63,37 @@ TEST(OffloadTwoProvidersTest, EachVirtualNodeServesItsKubeletApiOnItsOwnPort) {
   const int base = freePortPair();
   ASSERT_GT(base, 0) << "no two consecutive free ports";
   Minicluster home, cloudA, cloudB;
-  ASSERT_EQ(home.start("home", 60s, {"--nodes", "1", "--node-cpu", "1"}), "");
-  ASSERT_EQ(cloudA.start("cloud-a", 60s, {"--nodes", "1", "--node-cpu", "4"}), "");
-  ASSERT_EQ(cloudB.start("cloud-b", 60s, {"--nodes", "1", "--node-cpu", "4"}), "");
   const std::vector<std::string> timing = {"--heartbeat-interval", "300ms", "--lost-after", "3s"};
   AgentProcess homeAgent, agentA, agentB;
   std::vector<std::string> homeArgs = timing;
   homeArgs.insert(homeArgs.end(), {"--kubelet-port", std::to_string(base)});
   std::vector<std::string> cloudArgs = timing;
   cloudArgs.insert(cloudArgs.end(), {"--share", "1", "--kubelet-port", "0"});
-  ASSERT_EQ(agentA.start(cloudA.kubeconfig(), "cloud-a", cloudArgs), "");
-  ASSERT_EQ(agentB.start(cloudB.kubeconfig(), "cloud-b", cloudArgs), "");
-  ASSERT_EQ(homeAgent.start(home.kubeconfig(), "home", homeArgs), "");
+  // Each cluster with its agent; the three side by side.
+  auto startOne = [](Minicluster& cluster, AgentProcess& agent, const std::string& name,
+                     const std::vector<std::string>& clusterArgs,
+                     const std::vector<std::string>& agentArgs) -> std::string {
+    if (auto e = cluster.start(name, 60s, clusterArgs); !e.empty()) return name + ": " + e;
+    if (auto e = agent.start(cluster.kubeconfig(), name, agentArgs); !e.empty()) {
+      return name + " agent: " + e;
+    }
+    return "";
+  };
+  ASSERT_EQ(inParallel({
+                [&] {
+                  return startOne(home, homeAgent, "home", {"--nodes", "1", "--node-cpu", "1"},
+                                  homeArgs);
+                },
+                [&] {
+                  return startOne(cloudA, agentA, "cloud-a", {"--nodes", "1", "--node-cpu", "4"},
+                                  cloudArgs);
+                },
+                [&] {
+                  return startOne(cloudB, agentB, "cloud-b", {"--nodes", "1", "--node-cpu", "4"},
+                                  cloudArgs);
+                },
+            }),
+            "");
   auto diagnostics = [&] {
     std::string l = homeAgent.logs();
     return "\n--- home agent ---\n" + (l.size() > 6000 ? l.substr(l.size() - 6000) : l);

@@ -19,34 +19,47 @@ struct TwoProviders {
 
   explicit TwoProviders(const std::string& tempPrefix) : dir(tempPrefix) {}
 
-  // Starts the clusters (home 1 CPU, each cloud 4) and agents (`homeAgentArgs` added to
-  // home's), peers home with both clouds (4 CPUs each). "" or what failed.
+  // Starts the clusters (home 1 CPU, each cloud 4; simulated kubelets that run a Pod 100 ms
+  // after its binding) and agents (`homeAgentArgs` added to home's), peers home with both
+  // clouds (4 CPUs each). "" or what failed.
   std::string start(const std::vector<std::string>& homeAgentArgs = {}) {
-    if (auto e = home.start("home", std::chrono::seconds(60), {"--nodes", "1", "--node-cpu", "1"});
-        !e.empty()) {
-      return "home: " + e;
-    }
-    for (auto [cluster, name] : {std::pair{&cloudA, "cloud-a"}, std::pair{&cloudB, "cloud-b"}}) {
-      if (auto e = cluster->start(name, std::chrono::seconds(60),
-                                  {"--nodes", "1", "--node-cpu", "4"});
-          !e.empty()) {
-        return std::string(name) + ": " + e;
-      }
-    }
     const std::vector<std::string> timing = {"--heartbeat-interval", "300ms", "--lost-after",
                                              "3s", "--kubelet-port", "0"};
     std::vector<std::string> cloudArgs = timing;
     cloudArgs.insert(cloudArgs.end(), {"--share", "1"});
     std::vector<std::string> homeArgs = timing;
     homeArgs.insert(homeArgs.end(), homeAgentArgs.begin(), homeAgentArgs.end());
-    if (auto e = agentA.start(cloudA.kubeconfig(), "cloud-a", cloudArgs); !e.empty()) {
-      return "cloud-a agent: " + e;
-    }
-    if (auto e = agentB.start(cloudB.kubeconfig(), "cloud-b", cloudArgs); !e.empty()) {
-      return "cloud-b agent: " + e;
-    }
-    if (auto e = homeAgent.start(home.kubeconfig(), "home", homeArgs); !e.empty()) {
-      return "home agent: " + e;
+    // Each cluster with its agent; the three side by side.
+    auto startOne = [](Minicluster& cluster, AgentProcess& agent, const std::string& name,
+                       const std::vector<std::string>& clusterArgs,
+                       const std::vector<std::string>& agentArgs) -> std::string {
+      if (auto e = cluster.start(name, std::chrono::seconds(60), clusterArgs); !e.empty()) {
+        return name + ": " + e;
+      }
+      if (auto e = agent.start(cluster.kubeconfig(), name, agentArgs); !e.empty()) {
+        return name + " agent: " + e;
+      }
+      return "";
+    };
+    if (auto e = inParallel({
+            [&] {
+              return startOne(home, homeAgent, "home",
+                              {"--nodes", "1", "--node-cpu", "1", "--pod-start-latency", "100ms"},
+                              homeArgs);
+            },
+            [&] {
+              return startOne(cloudA, agentA, "cloud-a",
+                              {"--nodes", "1", "--node-cpu", "4", "--pod-start-latency", "100ms"},
+                              cloudArgs);
+            },
+            [&] {
+              return startOne(cloudB, agentB, "cloud-b",
+                              {"--nodes", "1", "--node-cpu", "4", "--pod-start-latency", "100ms"},
+                              cloudArgs);
+            },
+        });
+        !e.empty()) {
+      return e;
     }
     for (Minicluster* cloud : {&cloudA, &cloudB}) {
       CommandResult p = runCommand({straitBinary(), "peer", "--kubeconfig", home.kubeconfig(),
