@@ -200,19 +200,33 @@ TEST_F(NetworkStatusTest, GatewaysOnBothSidesBringTheTunnelUpAndReportItsFigures
   std::filesystem::create_directories(uapi.path() + "/" + cns);
   consumerAgent().stop();
   providerAgent().stop();
+  // The two agents start side by side (neither needs the other until the peering).
   struct Restore {
     ~Restore() {
       consumerAgent().stop();
       providerAgent().stop();
-      (void)providerAgent().start(provider().kubeconfig(), "provider", agentArgs());
-      (void)consumerAgent().start(consumer().kubeconfig(), "consumer", agentArgs());
+      (void)inParallel({[] {
+                          return providerAgent().start(provider().kubeconfig(), "provider",
+                                                       agentArgs());
+                        },
+                        [] {
+                          return consumerAgent().start(consumer().kubeconfig(), "consumer",
+                                                       agentArgs());
+                        }});
     }
   } restore;
-  ASSERT_EQ(providerAgent().start(provider().kubeconfig(), "provider",
-                                  gatewayArgs(cns, "192.168.213.2")),
-            "");
-  ASSERT_EQ(consumerAgent().start(consumer().kubeconfig(), "consumer",
-                                  gatewayArgs(hns, "192.168.213.1")),
+  const std::vector<std::string> providerArgs = gatewayArgs(cns, "192.168.213.2");
+  const std::vector<std::string> consumerArgs = gatewayArgs(hns, "192.168.213.1");
+  ASSERT_EQ(inParallel({[&] {
+                          std::string e = providerAgent().start(provider().kubeconfig(),
+                                                                "provider", providerArgs);
+                          return e.empty() ? e : "provider agent: " + e;
+                        },
+                        [&] {
+                          std::string e = consumerAgent().start(consumer().kubeconfig(),
+                                                                "consumer", consumerArgs);
+                          return e.empty() ? e : "consumer agent: " + e;
+                        }}),
             "");
   CommandResult p = peer();
   ASSERT_EQ(p.exitCode, 0) << p.describe();

@@ -151,16 +151,21 @@ void TwoClusterTest::SetUpTestSuite() {
   provider_ = new Minicluster();
   consumerAgent_ = new AgentProcess();
   providerAgent_ = new AgentProcess();
-  startError_ = consumer_->start("consumer");
-  if (startError_.empty()) startError_ = provider_->start("provider", 60s, providerArgs_);
-  if (startError_.empty()) {
-    startError_ = providerAgent_->start(provider_->kubeconfig(), "provider", agentArgs());
-  }
-  if (startError_.empty()) {
-    std::vector<std::string> args = agentArgs();
-    args.insert(args.end(), consumerAgentArgs_.begin(), consumerAgentArgs_.end());
-    startError_ = consumerAgent_->start(consumer_->kubeconfig(), "consumer", args);
-  }
+  // Each cluster with its agent, the two side by side.
+  std::vector<std::string> consumerArgs = agentArgs();
+  consumerArgs.insert(consumerArgs.end(), consumerAgentArgs_.begin(), consumerAgentArgs_.end());
+  startError_ = inParallel({
+      [&] {
+        std::string e = consumer_->start("consumer");
+        return e.empty() ? consumerAgent_->start(consumer_->kubeconfig(), "consumer", consumerArgs)
+                         : e;
+      },
+      [&] {
+        std::string e = provider_->start("provider", std::chrono::seconds(60), providerArgs_);
+        return e.empty() ? providerAgent_->start(provider_->kubeconfig(), "provider", agentArgs())
+                         : e;
+      },
+  });
 }
 
 void TwoClusterTest::TearDownTestSuite() {
