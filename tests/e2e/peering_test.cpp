@@ -166,6 +166,10 @@ TEST_F(PeeringTest, EveryBadTokenIsRefusedSayingWhy) {
     return strait({"peer", "--kubeconfig", consumer().kubeconfig(), "--token", tok, "--timeout",
                    "30s"});
   };
+  // A token that expires in 1 s, issued first: it has expired by the time it is used below,
+  // after the other cases.
+  std::string shortLived = token("1s");
+  auto issued = std::chrono::system_clock::now();
   // Malformed.
   CommandResult m = peerWith("not-a-token");
   EXPECT_NE(m.exitCode, 0);
@@ -187,8 +191,6 @@ TEST_F(PeeringTest, EveryBadTokenIsRefusedSayingWhy) {
               pa.err.find("malformed") != std::string::npos)
       << pa.describe();
   // Expired.
-  std::string shortLived = token("1s");
-  auto issued = std::chrono::system_clock::now();
   waitFor([&] { return std::chrono::system_clock::now() > issued + 2s; }, 10s, 100ms);
   CommandResult e = peerWith(shortLived);
   EXPECT_NE(e.exitCode, 0);
