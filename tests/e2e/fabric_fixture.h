@@ -155,14 +155,9 @@ class FabricTestBase : public OffloadSuite {
   }
 
   // Applies the chart's fabric (helm template --show-only templates/fabric.yaml, image
-  // `strait`, which the clusters map to the built binary) and waits for one Running fabric
-  // Pod per real node. Returns "" or what failed.
-  std::string installFabric(const Minicluster& c) {
-    CommandResult ns = kc(c, {"get", "namespace", "strait-system"});
-    if (ns.exitCode != 0) {
-      CommandResult made = kc(c, {"create", "namespace", "strait-system"});
-      if (made.exitCode != 0) return "create namespace strait-system: " + made.describe();
-    }
+  // `strait`, which the clusters map to the built binary) to each of `clusters` and waits for
+  // one Running fabric Pod per real node in every one of them. Returns "" or what failed.
+  std::string installFabric(const std::vector<const Minicluster*>& clusters) {
     std::string chart = (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() /
                          "charts" / "strait")
                             .string();
@@ -174,20 +169,47 @@ class FabricTestBase : public OffloadSuite {
          {"HELM_CONFIG_HOME", dir_->file("helm-config")},
          {"HELM_DATA_HOME", dir_->file("helm-data")}});
     if (rendered.exitCode != 0) return "helm template: " + rendered.describe();
-    CommandResult applied = kc(c, {"apply", "-f", "-"}, 60s, rendered.out);
-    if (applied.exitCode != 0) return "kubectl apply: " + applied.describe();
-    size_t want = realNodes(c).size();
-    json pods;
-    bool ok = waitFor([&] {
-      pods = getJson(c, {"get", "pods", "-n", "strait-system", "-l", "app.kubernetes.io/component=fabric"});
-      size_t running = 0;
-      for (const json& p : items(pods)) {
-        if (p["status"].value("phase", "") == "Running") ++running;
+    std::vector<size_t> want;
+    for (const Minicluster* c : clusters) {
+      CommandResult ns = kc(*c, {"get", "namespace", "strait-system"});
+      if (ns.exitCode != 0) {
+        CommandResult made = kc(*c, {"create", "namespace", "strait-system"});
+        if (made.exitCode != 0) return "create namespace strait-system: " + made.describe();
       }
-      return running == want;
+      CommandResult applied = kc(*c, {"apply", "-f", "-"}, 60s, rendered.out);
+      if (applied.exitCode != 0) return "kubectl apply: " + applied.describe();
+      want.push_back(realNodes(*c).size());
+    }
+    // The clusters' fabric Pods start side by side; each cluster is polled until all of its
+    // own run.
+    std::vector<bool> done(clusters.size(), false);
+    json pods;
+    size_t failed = 0;
+    bool ok = waitFor([&] {
+      for (size_t i = 0; i < clusters.size(); ++i) {
+        if (done[i]) continue;
+        pods = getJson(*clusters[i], {"get", "pods", "-n", "strait-system", "-l",
+                                      "app.kubernetes.io/component=fabric"});
+        size_t running = 0;
+        for (const json& p : items(pods)) {
+          if (p["status"].value("phase", "") == "Running") ++running;
+        }
+        done[i] = running == want[i];
+        if (!done[i]) {
+          failed = i;
+          return false;
+        }
+      }
+      return true;
     }, 90s, 500ms);
-    if (!ok) return "fabric Pods not Running on every node: " + pods.dump();
+    if (!ok) {
+      return "fabric Pods not Running on every node of cluster " + std::to_string(failed + 1) +
+             " of " + std::to_string(clusters.size()) + ": " + pods.dump();
+    }
     return "";
+  }
+  std::string installFabric(const Minicluster& c) {
+    return installFabric(std::vector<const Minicluster*>{&c});
   }
 
   // The fabric Pod's log on `node`.
@@ -263,8 +285,8 @@ class FabricFixture : public FabricTestBase {
     s.homeAgentArgs = gatewayArgs(homeSide_);
     s.cloudAgentArgs = gatewayArgs(cloudSide_);
     if (std::string e = startAgents(s); !e.empty()) return e;
-    for (Side* side : {&homeSide_, &cloudSide_}) {
-      if (std::string e = installFabric(*side->cluster); !e.empty()) return side->name + ": " + e;
+    if (std::string e = installFabric({homeSide_.cluster, cloudSide_.cluster}); !e.empty()) {
+      return "home (1), cloud (2): " + e;
     }
     std::vector<std::string> peerArgs = {"--cpu", "8", "--memory", "16Gi", "--pods", "50"};
     if (mode == "pull") peerArgs.insert(peerArgs.end(), {"--mode", "pull"});

@@ -377,28 +377,50 @@ TEST_F(FabricTest, TwoProvidersWithTheSamePodCidrAreEachReachableThroughTheirOwn
     c->clusterName = std::string(name) + "-3-" + suffix_;
     c->interface = "s3" + std::string(1, name[name[0] == 'h' ? 0 : 6]) + suffix_;
     c->port = base + static_cast<int>(all.size());
-    ASSERT_EQ(c->cluster.start(c->clusterName, 60s,
-                               {"--runtime", "process", "--nodes", "1", "--node-cpu", "4",
-                                "--pod-cidr", kPodCidr, "--local-image",
-                                "strait=" + straitBinary()}),
-              "")
-        << name;
-    std::vector<std::pair<std::string, std::string>> nodes;
-    ASSERT_TRUE(waitFor([&] {
-      nodes = realNodes(c->cluster);
-      return nodes.size() == 1;
-    }, 30s, 500ms));
-    c->netns = nodeNetns(c->clusterName, nodes[0].first);
-    ASSERT_FALSE(c->netns.empty());
-    std::vector<std::string> args = kAgentArgs;
-    if (c->agentName != "home") args.insert(args.end(), {"--share", "1"});
-    args.insert(args.end(), {"--gateway", "--gateway-netns", "/run/netns/" + c->netns,
-                             "--gateway-node", nodes[0].first, "--gateway-port",
-                             std::to_string(c->port), "--gateway-interface", c->interface,
-                             "--pod-cidr", kPodCidr});
-    ASSERT_EQ(c->agent.start(c->cluster.kubeconfig(), name, args), "") << name;
     all.push_back(std::move(c));
   }
+  // Each cluster with its agent and gateway; the three side by side.
+  auto startOne = [&](Cluster3& c) -> std::string {
+    if (std::string e = c.cluster.start(c.clusterName, 60s,
+                                        {"--runtime", "process", "--nodes", "1", "--node-cpu",
+                                         "4", "--pod-cidr", kPodCidr, "--local-image",
+                                         "strait=" + straitBinary()});
+        !e.empty()) {
+      return c.agentName + ": " + e;
+    }
+    // The cluster's one node (kubectl with a cache of this thread's own).
+    TempDir scratch("strait-fabric3");
+    int calls = 0;
+    std::vector<std::string> nodes;
+    if (!waitFor([&] {
+          CommandResult r = runCommand(
+              {"kubectl", "--kubeconfig", c.cluster.kubeconfig(), "get", "nodes", "-o", "json"},
+              {{"KUBECACHEDIR", scratch.file("kc" + std::to_string(++calls))},
+               {"HOME", scratch.path()}});
+          nodes.clear();
+          for (const json& n : items(json::parse(r.out, nullptr, false))) {
+            nodes.push_back(n["metadata"].value("name", ""));
+          }
+          return nodes.size() == 1;
+        }, 30s, 500ms)) {
+      return c.agentName + ": expected 1 node";
+    }
+    c.netns = nodeNetns(c.clusterName, nodes[0]);
+    if (c.netns.empty()) return c.agentName + ": no namespace for " + nodes[0];
+    std::vector<std::string> args = kAgentArgs;
+    if (c.agentName != "home") args.insert(args.end(), {"--share", "1"});
+    args.insert(args.end(), {"--gateway", "--gateway-netns", "/run/netns/" + c.netns,
+                             "--gateway-node", nodes[0], "--gateway-port",
+                             std::to_string(c.port), "--gateway-interface", c.interface,
+                             "--pod-cidr", kPodCidr});
+    if (std::string e = c.agent.start(c.cluster.kubeconfig(), c.agentName, args); !e.empty()) {
+      return c.agentName + " agent: " + e;
+    }
+    return "";
+  };
+  ASSERT_EQ(inParallel({[&] { return startOne(*all[0]); }, [&] { return startOne(*all[1]); },
+                        [&] { return startOne(*all[2]); }}),
+            "");
   Cluster3& home = *all[0];
   auto logs = [&] {
     std::string out;

@@ -242,10 +242,13 @@ TEST_F(ServiceTrafficTest, ServicesAnswerAcrossTheTunnelAndAvoidItWhileItIsCut) 
     }
     EXPECT_EQ(reason, "ProviderUnreachable") << name;
   }
-  // The Service rules follow the slices within ~100 ms; allow a second.
-  std::this_thread::sleep_for(1s);
-  answers = ask(home, "local", "client", webUrl, 20);
-  split = sources(answers);
+  // The Service rules follow the slices within ~100 ms; allow a second (a second round of
+  // requests when the first one, sent at once, still reached an offloaded replica).
+  waitFor([&] {
+    answers = ask(home, "local", "client", webUrl, 20);
+    split = sources(answers);
+    return answers.size() == 20 && split.first == 20;
+  }, 1s, 200ms);
   EXPECT_EQ(answers.size(), 20u) << json(answers).dump();
   EXPECT_EQ(split.first, 20) << "during the cut only home replicas answer: "
                              << json(answers).dump();
@@ -254,9 +257,12 @@ TEST_F(ServiceTrafficTest, ServicesAnswerAcrossTheTunnelAndAvoidItWhileItIsCut) 
   EXPECT_TRUE(providerWebIs(false)) << json(cloudWeb).dump();
   const json providerRow = statusRow(cloud);
   EXPECT_EQ(providerRow.value("tunnel", ""), "False") << providerRow.dump();
-  std::this_thread::sleep_for(1s);  // the provider's Service rules follow its slices
-  answers = ask(cloud, remoteNs, apiPod, webThereUrl, 20);
-  split = sources(answers);
+  // The provider's Service rules follow its slices (checked above); allowed a second too.
+  waitFor([&] {
+    answers = ask(cloud, remoteNs, apiPod, webThereUrl, 20);
+    split = sources(answers);
+    return answers.size() == 20 && split.second == 20;
+  }, 1s, 200ms);
   EXPECT_EQ(answers.size(), 20u) << json(answers).dump();
   EXPECT_EQ(split.second, 20) << "during the cut only cloud replicas answer an offloaded Pod: "
                               << json(answers).dump() << diagnostics();
