@@ -88,11 +88,12 @@ struct SuiteState {
 
 class VnodeKubeletApiTest : public TwoClusterTest {
  public:
-  // One simulated node in the provider runs the remote Pods.
+  // One simulated node in the provider runs the remote Pods (100 ms after their binding).
   // The consumer agent runs no virtual node itself: this suite registers the Node and serves
   // its kubelet API in-process (OffloadTest covers the agent's own).
   static void SetUpTestSuite() {
-    SetUpTestSuiteWithProviderArgs({"--nodes", "1"}, {"--no-virtual-nodes"});
+    SetUpTestSuiteWithProviderArgs({"--nodes", "1", "--pod-start-latency", "100ms"},
+                                   {"--no-virtual-nodes"});
   }
   static void TearDownTestSuite() {
     if (setup_ && setup_->server) setup_->server->stop();
