@@ -63,52 +63,68 @@ std::string OffloadSuite::startClusters(const OffloadSetup& setup) {
   // A process-runtime cluster holds a machine-wide lock and namespaces named after it: two
   // suites running at once under ctest -j must not both call theirs "cloud".
   std::string suffix = "-" + std::to_string(::getpid());
-  if (std::string e = home_->start("home" + suffix, 60s, setup.homeArgs); !e.empty()) {
-    return "home: " + e;
-  }
-  if (std::string e = cloud_->start("cloud" + suffix, 60s, setup.cloudArgs); !e.empty()) {
-    return "cloud: " + e;
-  }
-  return "";
+  // The two clusters start side by side.
+  return inParallel({
+      [&] {
+        std::string e = home_->start("home" + suffix, 60s, setup.homeArgs);
+        return e.empty() ? e : "home: " + e;
+      },
+      [&] {
+        std::string e = cloud_->start("cloud" + suffix, 60s, setup.cloudArgs);
+        return e.empty() ? e : "cloud: " + e;
+      },
+  });
 }
 
 std::string OffloadSuite::startAgents(const OffloadSetup& setup) {
   std::vector<std::string> cloudArgs = kAgentArgs;
   cloudArgs.insert(cloudArgs.end(), {"--share", "1"});
   cloudArgs.insert(cloudArgs.end(), setup.cloudAgentArgs.begin(), setup.cloudAgentArgs.end());
-  if (std::string e = cloudAgent_->start(cloud_->kubeconfig(), "cloud", cloudArgs); !e.empty()) {
-    return "cloud agent: " + e;
-  }
   std::vector<std::string> homeArgs = kAgentArgs;
   homeArgs.insert(homeArgs.end(), setup.homeAgentArgs.begin(), setup.homeAgentArgs.end());
-  if (std::string e = homeAgent_->start(home_->kubeconfig(), "home", homeArgs); !e.empty()) {
-    return "home agent: " + e;
-  }
-  return "";
+  // The agents start side by side (neither needs the other until the peering).
+  return inParallel({
+      [&] {
+        std::string e = cloudAgent_->start(cloud_->kubeconfig(), "cloud", cloudArgs);
+        return e.empty() ? e : "cloud agent: " + e;
+      },
+      [&] {
+        std::string e = homeAgent_->start(home_->kubeconfig(), "home", homeArgs);
+        return e.empty() ? e : "home agent: " + e;
+      },
+  });
 }
 
 std::string OffloadSuite::startAgentsThroughProxy(TcpProxy& proxy, const OffloadSetup& setup) {
   if (std::string e = proxy.start(); !e.empty()) return "proxy: " + e;
-  // The cloud agent first: the proxy forwards to the port it bound (its agent_started line).
   std::vector<std::string> cloudArgs = kAgentArgs;
   cloudArgs.insert(cloudArgs.end(), {"--share", "1"});
   cloudArgs.insert(cloudArgs.end(), setup.cloudAgentArgs.begin(), setup.cloudAgentArgs.end());
   cloudArgs.insert(cloudArgs.end(), {"--advertise", "127.0.0.1:" + std::to_string(proxy.port())});
-  if (std::string e = cloudAgent_->start(cloud_->kubeconfig(), "cloud", cloudArgs); !e.empty()) {
-    return "cloud agent: " + e;
-  }
-  const std::string log = cloudAgent_->logs();
-  const size_t started = log.rfind("event=agent_started ");
-  const size_t at = started == std::string::npos ? started : log.find(" port=", started);
-  const long port = at == std::string::npos ? -1 : std::strtol(log.c_str() + at + 6, nullptr, 10);
-  if (port <= 0 || port > 65535) return "no port in the cloud agent's log:\n" + log;
-  proxy.setUpstreamPort(static_cast<uint16_t>(port));
   std::vector<std::string> homeArgs = kAgentArgs;
   homeArgs.insert(homeArgs.end(), setup.homeAgentArgs.begin(), setup.homeAgentArgs.end());
-  if (std::string e = homeAgent_->start(home_->kubeconfig(), "home", homeArgs); !e.empty()) {
-    return "home agent: " + e;
-  }
-  return "";
+  // The agents start side by side; the proxy forwards to the port the cloud agent bound (its
+  // agent_started line), set before anything dials it (the peering comes later).
+  return inParallel({
+      [&]() -> std::string {
+        if (std::string e = cloudAgent_->start(cloud_->kubeconfig(), "cloud", cloudArgs);
+            !e.empty()) {
+          return "cloud agent: " + e;
+        }
+        const std::string log = cloudAgent_->logs();
+        const size_t started = log.rfind("event=agent_started ");
+        const size_t at = started == std::string::npos ? started : log.find(" port=", started);
+        const long port =
+            at == std::string::npos ? -1 : std::strtol(log.c_str() + at + 6, nullptr, 10);
+        if (port <= 0 || port > 65535) return "no port in the cloud agent's log:\n" + log;
+        proxy.setUpstreamPort(static_cast<uint16_t>(port));
+        return "";
+      },
+      [&] {
+        std::string e = homeAgent_->start(home_->kubeconfig(), "home", homeArgs);
+        return e.empty() ? e : "home agent: " + e;
+      },
+  });
 }
 
 std::string OffloadSuite::peer(const std::vector<std::string>& args) {

@@ -5,8 +5,9 @@
 // `strait offload namespace`. Each suite derives from OffloadSuite, calls startAll() (or the
 // steps one by one when it needs something in between, e.g. a proxy) in its
 // SetUpTestSuite() and stopAll() in TearDownTestSuite(); the clusters are shared by the
-// suite's tests (ctest runs each test in a process of its own, so every test gets fresh
-// clusters). SetUp() fails the test with the setup's error, if any.
+// suite's tests (ctest runs a suite's tests in one process, in order). The two clusters
+// start side by side, then the two agents. SetUp() fails the test with the setup's error,
+// if any.
 //
 // Not thread-safe: call from the test thread only.
 
