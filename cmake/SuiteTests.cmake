@@ -6,7 +6,11 @@
 #         -D COST=<n> -P SuiteTests.cmake
 #
 # Each test is named PREFIX:Suite (e2e:OffloadTest), so `ctest -R OffloadTest` finds it; one
-# test of a suite runs with the binary and --gtest_filter=Suite.Test.
+# test of a suite runs with the binary and --gtest_filter=Suite.Test. The suites of
+# PER_TEST (comma-separated) are registered test by test (PREFIX:Suite.Test) instead: their tests
+# share clusters through SetUpTestSuite but expect them as a fresh start left them.
+cmake_policy(VERSION 3.25)
+string(REPLACE "," ";" PER_TEST "${PER_TEST}")
 execute_process(COMMAND "${EXE}" --gtest_list_tests
   OUTPUT_VARIABLE listing ERROR_VARIABLE errors RESULT_VARIABLE rc TIMEOUT 60)
 if(NOT rc EQUAL 0)
@@ -16,15 +20,24 @@ string(REPLACE ";" "\\;" listing "${listing}")
 string(REPLACE "\n" ";" lines "${listing}")
 set(script "")
 set(count 0)
+set(suite "")
+macro(register name filter)
+  string(APPEND script
+    "add_test([==[${PREFIX}:${name}]==] [==[${EXE}]==] [==[--gtest_filter=${filter}]==])\n"
+    "set_tests_properties([==[${PREFIX}:${name}]==] PROPERTIES ENVIRONMENT [==[${ENV}]==]"
+    " COST ${COST})\n")
+  math(EXPR count "${count} + 1")
+endmacro()
 foreach(line IN LISTS lines)
-  # A suite line is not indented and ends with '.', maybe followed by "  # TypeParam = ...".
+  # A suite line is not indented and ends with '.', maybe followed by "  # TypeParam = ...";
+  # its tests follow, indented by two spaces.
   if(line MATCHES "^([A-Za-z_][A-Za-z0-9_/]*)\\.( +#.*)?$")
     set(suite "${CMAKE_MATCH_1}")
-    string(APPEND script
-      "add_test([==[${PREFIX}:${suite}]==] [==[${EXE}]==] [==[--gtest_filter=${suite}.*]==])\n"
-      "set_tests_properties([==[${PREFIX}:${suite}]==] PROPERTIES ENVIRONMENT [==[${ENV}]==]"
-      " COST ${COST})\n")
-    math(EXPR count "${count} + 1")
+    if(NOT suite IN_LIST PER_TEST)
+      register("${suite}" "${suite}.*")
+    endif()
+  elseif(line MATCHES "^  ([A-Za-z_][A-Za-z0-9_/]*)( +#.*)?$" AND suite IN_LIST PER_TEST)
+    register("${suite}.${CMAKE_MATCH_1}" "${suite}.${CMAKE_MATCH_1}")
   endif()
 endforeach()
 if(count EQUAL 0)
