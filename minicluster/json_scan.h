@@ -27,7 +27,7 @@ inline size_t skipSpace(std::string_view s, size_t i) {
 inline size_t skipString(std::string_view s, size_t i) {
   for (++i; i < s.size(); ++i) {
     if (s[i] == '\\') {
-      ++i;  // the escaped character (a \uXXXX's digits hold no quote or backslash)
+      ++i;  // the escaped character (the four hex digits of a \u escape hold no quote or backslash)
     } else if (s[i] == '"') {
       return i + 1;
     }
