@@ -26,6 +26,7 @@ PACKAGES=(
   nlohmann-json3-dev libyaml-cpp-dev libssl-dev libspdlog-dev libfmt-dev libcli11-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libnl-3-dev libnl-route-3-dev
+  rapidjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev lld
   python3 python3-kubernetes python3-yaml
