@@ -92,6 +92,12 @@ class DaemonSetController : public Controller {
       spdlog::warn("event=daemonset_invalid_selector daemonset={}", key);
       return kube::Status::OK();
     }
+    // Expectations first, the Pods after (upstream's order): the informer files a Pod in its
+    // cache before its handler counts the creation, so expectations found satisfied here
+    // mean the list below holds every Pod this controller created. Read the other way round,
+    // Pods that arrive between the two reads are counted but missing from the list, and the
+    // sync creates them again.
+    const bool needsManage = expectations_.satisfied(key);
     // Terminating Pods too: a node whose daemon Pod is terminating gets no new one yet.
     auto candidates = pods_.list(ds->ns);
     OwnerInfo owner{"apps/v1", "DaemonSet", ds->name, ds->uid, kube::isBeingDeleted(ds->obj())};
@@ -125,7 +131,7 @@ class DaemonSetController : public Controller {
     }
 
     kube::Status result;
-    if (expectations_.satisfied(key) && !owner.deleting) {
+    if (needsManage && !owner.deleting) {
       result = manage(*ds, owner, nodes, orphanedOnNoNode);
     }
     if (auto s = updateStatus(*ds, nodes); !s) return s;

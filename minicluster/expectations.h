@@ -3,6 +3,8 @@
 // tracking for deletions): keeps a controller (ReplicaSet, DaemonSet) from creating or
 // deleting again while its own earlier writes have not reached its pod informer yet.
 // Entries expire after five minutes (a lost watch event never blocks an owner for good).
+// A sync reads satisfied() before it lists the Pods: the informer caches a Pod before its
+// handler reports it observed, so only that order guarantees the list holds what was counted.
 // Thread-safe.
 
 #include <chrono>

@@ -55,6 +55,11 @@ class ReplicaSetController : public Controller {
       spdlog::warn("event=replicaset_invalid_selector replicaset={}", key);
       return kube::Status::OK();
     }
+    // Expectations before the Pods: the informer caches a Pod before its handler counts the
+    // creation, so satisfied expectations mean the list below holds every Pod created; the
+    // other order lets a Pod arriving between the reads be counted yet missing, and created
+    // again.
+    const bool needsManage = expectations_.satisfied(key);
     // Only Pods the selector matches or this ReplicaSet owns can be claimed; the others are
     // passed over before their JSON is parsed.
     std::set<std::string> ownedKeys;
@@ -68,7 +73,7 @@ class ReplicaSetController : public Controller {
     auto owned = claimObjects(ctx_.rest, podInfo_, owner, *selector, active);
 
     kube::Status result;
-    if (expectations_.satisfied(key) && !owner.deleting) {
+    if (needsManage && !owner.deleting) {
       result = manageReplicas(*rs, owner, owned);
     }
     if (auto s = updateStatus(*rs, owned); !s) return s;
