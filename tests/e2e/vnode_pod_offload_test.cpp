@@ -118,6 +118,20 @@ class VnodePodOffloadTest : public ClusterTest {
     ClusterTest::TearDown();
   }
 
+  // Writes `status` on remote Pod `name` as the provider's kubelet does: onto the version just
+  // read, and after a Conflict onto the version read again. The provider's own writers (its
+  // scheduler marks a Pod it cannot place PodScheduled=False) may write it in between.
+  kube::Result<json> writeRemoteStatus(const std::string& name, const json& status) {
+    for (int attempt = 1;; ++attempt) {
+      kube::Result<json> current = provider_->get(res::kPods, kRemoteNs, name);
+      if (!current.ok()) return current.error();
+      json pod = *current;
+      pod["status"] = status;
+      kube::Result<json> written = kube::updateStatus(*provider_, res::kPods, kRemoteNs, pod);
+      if (written.ok() || !kube::isConflict(written.error()) || attempt == 10) return written;
+    }
+  }
+
   // kubectl against the provider.
   CommandResult kubectlCloud(const std::vector<std::string>& args) {
     std::vector<std::string> argv = {"kubectl", "--kubeconfig", cloud_.kubeconfig()};
@@ -184,14 +198,14 @@ TEST_F(VnodePodOffloadTest, PodTravelsStatusComesBackDeleteCleansBothSides) {
   EXPECT_EQ(cm.out, "hello") << cm.describe();
 
   // The provider's kubelet runs it (simulated here by writing the status it would write).
-  remote["status"] = json::parse(R"({"phase":"Running","startTime":"2026-11-30T05:00:00Z",
+  auto written = writeRemoteStatus("web-1", json::parse(R"({"phase":"Running",
+    "startTime":"2026-11-30T05:00:00Z",
     "hostIP":"192.168.7.3","podIP":"10.244.3.7","podIPs":[{"ip":"10.244.3.7"}],
     "conditions":[{"type":"Initialized","status":"True"},{"type":"ContainersReady","status":"True"},
                   {"type":"Ready","status":"True"},{"type":"PodScheduled","status":"True"}],
     "containerStatuses":[{"name":"app","image":"nginx:1","imageID":"docker.io/nginx@sha256:1",
       "ready":true,"started":true,"restartCount":0,
-      "state":{"running":{"startedAt":"2026-11-30T05:00:01Z"}}}]})");
-  auto written = kube::updateStatus(*provider_, res::kPods, kRemoteNs, remote);
+      "state":{"running":{"startedAt":"2026-11-30T05:00:01Z"}}}]})"));
   ASSERT_TRUE(written.ok()) << written.error().message;
 
   // kubectl on the consumer shows it Running with the pod IP, on the virtual node's address.
