@@ -434,7 +434,12 @@ kube::Status ProviderService::heartbeat(const Caller& caller, const v1::Heartbea
   resp->set_sent_unix_nanos(req.sent_unix_nanos());
   toProto(c.granted, resp->mutable_granted());
   toProto(used, resp->mutable_used());
-  summaryToProto(currentSummary(now), resp->mutable_summary());
+  // The caller's own Pods are covered by its grant: the free it can still fill is what the
+  // others leave. Counted as used here, a lone consumer's virtual node would shrink as its own
+  // Pods arrived, and its scheduler would stop at half the provider.
+  ProviderSummary summary = currentSummary(now);
+  summary.pooledFree = addResources(summary.pooledFree, used);
+  summaryToProto(summary, resp->mutable_summary());
   json poolStatus = json::array();
   if (!c.poolGrants.empty()) {
     std::map<std::string, ResourceMap> poolUsed = usedByPool(caller.clusterId);

@@ -23,7 +23,9 @@ struct ProviderNodeFree {
 };
 
 struct ProviderSummary {
-  ResourceMap pooledFree;               // sum over usable nodes
+  // Sum over usable nodes. In a heartbeat answer, the caller's own usage is added back: its
+  // grant covers its Pods.
+  ResourceMap pooledFree;
   std::vector<ProviderNodeFree> nodes;  // usable nodes, largest free cpu first
   // topology.kubernetes.io/region and /zone when all usable nodes agree on one value
   // (a virtual node spanning several zones carries no zone label).
