@@ -65,6 +65,29 @@ kube::Error alreadyExists(const ResourceInfo& info, const std::string& name) {
   return e;
 }
 
+// A patch may not change metadata.uid (upstream's update validation: the field is
+// immutable, 422); the kubelet puts the Pod's uid in its status patches as a precondition.
+kube::Status patchKeepsUid(const ResourceInfo& info, const std::string& name, const json& cur,
+                           const json& patched) {
+  if (!patched.contains("metadata") || !patched["metadata"].is_object()) {
+    return kube::Status::OK();
+  }
+  const json& meta = patched["metadata"];
+  if (!meta.contains("uid") || !meta["uid"].is_string()) return kube::Status::OK();
+  const std::string uid = meta["uid"].get<std::string>();
+  const std::string stored = kube::getUid(cur);
+  if (uid.empty() || uid == stored) return kube::Status::OK();
+  const std::string kind = info.group.empty() ? info.kind : info.kind + "." + info.group;
+  kube::Cause c{"FieldValueInvalid", "metadata.uid",
+                "Invalid value: \"" + uid + "\": field is immutable"};
+  auto e = makeError(Code::Invalid, kind + " \"" + name + "\" is invalid: " + c.field + ": " +
+                                        c.message);
+  e.name = name;
+  e.kind = info.kind;
+  e.causes.push_back(std::move(c));
+  return e;
+}
+
 // After mutating admission on create: the server-set identity of the object stays.
 void keepServerFields(json& obj, const ResourceInfo& info, const std::string& ns,
                       const json& before) {
@@ -675,9 +698,15 @@ Result<ObjectPtr> Rest::patch(const ResourceInfo& info, const std::string& ns,
       info, ns, name, opts.subresource, opts.dryRun,
       [&](const json* cur) -> Result<json> {
         if (!apply) {
-          if (type == "application/json-patch+json") return kube::applyJsonPatch(*cur, patchJson);
-          if (type == "application/merge-patch+json") return kube::applyMergePatch(*cur, patchJson);
-          return kube::applyStrategicMergePatch(*cur, patchJson, *schema);
+          Result<json> patched =
+              type == "application/json-patch+json"    ? kube::applyJsonPatch(*cur, patchJson)
+              : type == "application/merge-patch+json" ? kube::applyMergePatch(*cur, patchJson)
+                                                       : kube::applyStrategicMergePatch(
+                                                             *cur, patchJson, *schema);
+          if (patched) {
+            if (kube::Status s = patchKeepsUid(info, name, *cur, *patched); !s) return s.error();
+          }
+          return patched;
         }
         // Server-side apply (see apply.h): merge the applied configuration into the live
         // object (strategic merge for built-in kinds, merge patch for custom resources), then

@@ -12,6 +12,7 @@
 #include "kube/time.h"
 #include "reflection/pod_dependencies.h"
 #include "reflection/pod_reflector.h"
+#include "reflection/pod_status_writer.h"
 #include "reflection/reflection_metrics.h"
 #include "reflection/reflector.h"
 #include "reflection/service_forge.h"
@@ -78,6 +79,7 @@ kube::Status ConsumerReflection::start() {
   if (!opts_.open) return invalid("open (the stream dialer) is required");
   if (!opts_.namespacesSynced) return invalid("namespacesSynced is required");
   if (opts_.podWorkers <= 0) return invalid("pod workers must be positive");
+  if (opts_.statusWriters <= 0) return invalid("status writers must be positive");
   if (opts_.serviceWorkers <= 0 || opts_.endpointSliceWorkers <= 0) {
     return invalid("service and endpoint slice workers must be positive");
   }
@@ -149,6 +151,12 @@ kube::Status ConsumerReflection::start() {
   po.overrides = opts_.podOverrides;
   kube::Informer* informer = pods_.get();
   po.resyncDone = [this] { return podsSynced(); };
+  PodStatusWriterOptions wo;
+  wo.workers = opts_.statusWriters;
+  wo.queue.baseDelay = 50ms;
+  wo.queue.maxDelay = 5s;
+  statusWriter_ = std::make_unique<PodStatusWriter>(local_, wo);
+  po.statusWriter = statusWriter_.get();
   KindOptions ko;
   ko.workers = opts_.podWorkers;
   ko.queue.baseDelay = 50ms;
@@ -175,6 +183,7 @@ kube::Status ConsumerReflection::start() {
     if (kube::Status st = registerServiceKinds(); !st.ok()) return st;
   }
 
+  statusWriter_->start();
   reflector_->start();
   pods_->start();
   if (virtualNodes_) virtualNodes_->start();
@@ -206,6 +215,7 @@ void ConsumerReflection::stop() {
   if (slices_) slices_->stop();
   if (virtualNodes_) virtualNodes_->stop();
   if (reflector_) reflector_->stop();
+  if (statusWriter_) statusWriter_->stop();
 }
 
 kube::Status ConsumerReflection::registerServiceKinds() {

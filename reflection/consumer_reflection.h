@@ -66,6 +66,7 @@ class Informer;
 
 namespace strait::reflection {
 
+class PodStatusWriter;
 class Reflector;
 class StreamClient;
 
@@ -89,6 +90,9 @@ struct ConsumerReflectionOptions {
   // and podIPs show. Called on reflection workers; must be thread-safe. Optional: identity.
   std::function<std::string(const std::string& ip)> mapPodIp;
   int podWorkers = 8;
+  // Threads writing the local Pods' status (PodStatusWriter): a Pod's wanted statuses
+  // coalesce while its write waits for one of them.
+  int statusWriters = 4;
   std::chrono::milliseconds keepaliveInterval{1000};
   std::chrono::milliseconds callTimeout{10000};
   // Services: whether local namespace `ns` is offloaded to this provider. Optional: without
@@ -198,6 +202,7 @@ class ConsumerReflection {
   std::map<std::string, std::shared_ptr<kube::Informer>> poolPods_ GUARDED_BY(poolMu_);
   std::map<std::string, peering::PoolSpec> poolSpecs_ GUARDED_BY(poolMu_);  // by node
   bool poolsKnown_ GUARDED_BY(poolMu_) = false;
+  std::unique_ptr<PodStatusWriter> statusWriter_;  // outlives reflector_'s workers
   std::unique_ptr<Reflector> reflector_;
 
   mutable base::Mutex mu_;

@@ -20,12 +20,19 @@ PodReflector::PodReflector(kube::Client& local, const kube::Cache& localPods,
     : local_(local),
       localPod_([&localPods](const std::string& key) { return localPods.get(key); }),
       remote_(remote),
-      opts_(std::move(opts)) {}
+      opts_(std::move(opts)),
+      ownWriter_(opts_.statusWriter ? nullptr : std::make_unique<PodStatusWriter>(local)),
+      statusWriter_(opts_.statusWriter ? *opts_.statusWriter : *ownWriter_) {}
 
 PodReflector::PodReflector(kube::Client& local,
                            std::function<kube::ObjectPtr(const std::string& key)> localPod,
                            RemoteObjects& remote, PodReflectorOptions opts)
-    : local_(local), localPod_(std::move(localPod)), remote_(remote), opts_(std::move(opts)) {}
+    : local_(local),
+      localPod_(std::move(localPod)),
+      remote_(remote),
+      opts_(std::move(opts)),
+      ownWriter_(opts_.statusWriter ? nullptr : std::make_unique<PodStatusWriter>(local)),
+      statusWriter_(opts_.statusWriter ? *opts_.statusWriter : *ownWriter_) {}
 
 void PodReflector::event(const json& local, const std::string& type, const std::string& reason,
                          const std::string& message) {
@@ -108,6 +115,18 @@ HandleResult PodReflector::handle(const std::string& key) {
   }
   const std::string ns = key.substr(0, slash);
   const std::string name = key.substr(slash + 1);
+  if (!localPtr) statusWriter_.forget(key);
+  // The local Pod as decided on: its status the one the writer expects (queued, or written
+  // while the cache lags), else the cached one.
+  const json* local = localPtr.get();
+  json expectedLocal;
+  if (localPtr) {
+    if (std::optional<json> st = statusWriter_.expected(key, *localPtr)) {
+      expectedLocal = *localPtr;
+      expectedLocal["status"] = std::move(*st);
+      local = &expectedLocal;
+    }
+  }
   if (localPtr && isDaemonSetPod(*localPtr)) {
     return refuse(*localPtr, "DaemonSetPodNotOffloaded",
                   "DaemonSet pods do not run on virtual node " + opts_.forge.virtualNodeName);
@@ -130,7 +149,7 @@ HandleResult PodReflector::handle(const std::string& key) {
   }
 
   PodReconcileInput in;
-  in.local = localPtr.get();
+  in.local = local;
   in.remote = remote.is_null() ? nullptr : &remote;
   in.consumerId = opts_.mapping.consumerId();
   in.resyncDone = opts_.resyncDone ? opts_.resyncDone() : true;
@@ -154,11 +173,11 @@ HandleResult PodReflector::handle(const std::string& key) {
                     f.error().message);
     }
     forged = std::move(*f);
-    const json& st = kube::hasObject(*localPtr, "status") ? (*localPtr)["status"] : json::object();
+    const json st = kube::hasObject(*local, "status") ? (*local)["status"] : json::object();
     in.remoteWasCreated = st.contains("startTime") || !kube::stringOf(st, "podIP").empty();
     if (!remote.is_null()) {
       in.remoteSpecDiffers = mutablePodFields(forged) != mutablePodFields(remote);
-      in.localStatusDiffers = mapRemoteStatus(*localPtr, remote, opts_.status) != st;
+      in.localStatusDiffers = mapRemoteStatus(*local, remote, opts_.status) != st;
     }
   }
   PodDecision d = decidePod(in);
@@ -204,12 +223,11 @@ HandleResult PodReflector::handle(const std::string& key) {
     }
     case PodAction::UpdateLocalStatus:
     case PodAction::MarkLocalLost: {
-      json updated = *localPtr;
-      updated["status"] = d.action == PodAction::UpdateLocalStatus
-                              ? mapRemoteStatus(*localPtr, remote, opts_.status)
-                              : lostRemoteStatus(*localPtr, "the remote pod disappeared from the provider");
-      kube::Result<json> r = kube::updateStatus(local_, res::kPods, ns, updated);
-      if (!r.ok()) return HandleResult::retry(r.error());
+      json status = d.action == PodAction::UpdateLocalStatus
+                        ? mapRemoteStatus(*local, remote, opts_.status)
+                        : lostRemoteStatus(*local, "the remote pod disappeared from the provider");
+      kube::Status s = statusWriter_.want(key, *localPtr, std::move(status));
+      if (!s.ok()) return HandleResult::retry(s.error());
       if (d.action == PodAction::MarkLocalLost) {
         event(*localPtr, "Warning", "ProviderPodLost", d.reason);
       }

@@ -6,13 +6,18 @@
 //   CreateRemote      -> refuse with a reason if no single provider node can hold the Pod,
 //                        else reflect its ConfigMaps/Secrets/ServiceAccount, then the Pod;
 //   UpdateRemote      -> re-apply the forged Pod;
-//   UpdateLocalStatus -> write mapRemoteStatus() to the local Pod's status;
+//   UpdateLocalStatus -> want mapRemoteStatus() on the local Pod's status (PodStatusWriter:
+//                        the latest wanted status wins, a merge patch with the uid as
+//                        precondition);
 //   DeleteRemote      -> delete with the local grace period, check again in 1 s;
 //   DeleteLocal       -> finish the local deletion (grace 0, uid precondition);
-//   MarkLocalLost     -> write lostRemoteStatus() (Failed, ProviderPodLost);
+//   MarkLocalLost     -> want lostRemoteStatus() (Failed, ProviderPodLost);
 //   Conflict          -> a Warning event on the local Pod, nothing else.
 // An override that cannot be applied refuses the Pod with OffloadingOverrideFailed; the
 // forged Pod compared with the remote one is the overridden one (no update loop).
+// The local status compared and decided on is the one the status writer expects (what it
+// queued, or wrote while the informer cache lags), so a handle() that runs before the cache
+// sees its own write does not write the same status again.
 // Refusals (a Pod too large, a DaemonSet Pod, an unmappable namespace) are written to the
 // local Pod as status.reason/message with an Event, so users see why it stays Pending.
 // Thread-safe across keys (the Reflector never runs one key twice at once).
@@ -29,6 +34,7 @@
 #include "reflection/namespace_mapping.h"
 #include "reflection/pod_forge.h"
 #include "reflection/pod_status.h"
+#include "reflection/pod_status_writer.h"
 #include "reflection/remote_objects.h"
 #include "reflection/reflector.h"
 
@@ -47,6 +53,10 @@ struct PodReflectorOptions {
   // to apply. Unavailable: not known yet (retried); another error: an invalid override in
   // the Pod's namespace (the Pod is refused with OffloadingOverrideInvalid). Optional.
   std::function<kube::Result<PodOverrides>(const nlohmann::json& pod)> overrides;
+  // Writes the local Pods' status (borrowed; must outlive the reflector; its owner starts
+  // and stops it). Optional: without it the reflector writes on its worker threads
+  // (PodStatusWriter with no workers).
+  PodStatusWriter* statusWriter = nullptr;
 };
 
 class PodReflector : public KindReflector {
@@ -75,6 +85,8 @@ class PodReflector : public KindReflector {
   const std::function<kube::ObjectPtr(const std::string& key)> localPod_;
   RemoteObjects& remote_;
   const PodReflectorOptions opts_;
+  std::unique_ptr<PodStatusWriter> ownWriter_;  // set when opts_.statusWriter is not
+  PodStatusWriter& statusWriter_;
 };
 
 }  // namespace strait::reflection

@@ -50,7 +50,7 @@ CLUSTER_RULES = {
         ("", "nodes", "get"), ("", "nodes", "create"), ("", "nodes", "update"),
         ("", "nodes", "delete"), ("", "nodes/status", "update"),
         ("", "pods", "get"), ("", "pods", "list"), ("", "pods", "watch"), ("", "pods", "patch"),
-        ("", "pods", "delete"), ("", "pods/status", "update"),
+        ("", "pods", "delete"), ("", "pods/status", "update"), ("", "pods/status", "patch"),
         ("", "configmaps", "get"), ("", "secrets", "get"), ("", "serviceaccounts", "get"),
         ("", "namespaces", "get"), ("", "namespaces", "list"), ("", "namespaces", "watch"),
         ("", "events", "create"),

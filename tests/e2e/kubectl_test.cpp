@@ -478,6 +478,30 @@ TEST_F(KubectlTest, MissingObjectIsNotFound) {
       << r.describe();
 }
 
+// A status patch carrying the Pod's uid, as the kubelet (and the consumer agent) writes it:
+// applied when the uid is the Pod's, refused 422 (metadata.uid immutable) when it names
+// another incarnation, in both patch formats.
+TEST_F(KubectlTest, PodStatusPatchWithTheUidAsPrecondition) {
+  createPod("default", "uidpatch", R"({"app":"uidpatch"})");
+  CommandResult r = mustKubectl({"get", "pod", "uidpatch", "-o", "jsonpath={.metadata.uid}"});
+  const std::string uid = r.out;
+  ASSERT_FALSE(uid.empty());
+  mustKubectl({"patch", "pod", "uidpatch", "--subresource=status", "--type=merge", "-p",
+               R"({"metadata":{"uid":")" + uid + R"("},"status":{"phase":"Running"}})"});
+  const std::string other = "0b0b0b0b-0000-4000-8000-000000000000";
+  for (const char* type : {"merge", "strategic"}) {
+    r = kubectl({"patch", "pod", "uidpatch", "--subresource=status", std::string("--type=") + type,
+                 "-p",
+                 R"({"metadata":{"uid":")" + other + R"("},"status":{"phase":"Failed"}})"});
+    EXPECT_NE(r.exitCode, 0) << r.describe();
+    EXPECT_THAT(r.err, HasSubstr(R"(The Pod "uidpatch" is invalid: metadata.uid: Invalid value: ")" +
+                                 other + R"(": field is immutable)"))
+        << r.describe();
+  }
+  r = mustKubectl({"get", "pod", "uidpatch", "-o", "jsonpath={.metadata.uid} {.status.phase}"});
+  EXPECT_EQ(r.out, uid + " Running");
+}
+
 TEST_F(KubectlTest, NamespaceLifecycle) {
   CommandResult r = mustKubectl({"get", "ns"});
   auto lines = splitLines(r.out);
