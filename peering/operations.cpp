@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 #include <thread>
@@ -10,6 +11,7 @@
 #include "peering/foreign_cluster.h"
 #include "peering/identity.h"
 #include "peering/names.h"
+#include "peering/node_drain.h"
 #include "peering/token.h"
 #include "peering/transport.h"
 
@@ -41,6 +43,26 @@ kube::Result<json> agentConfigMap(kube::Client& cluster) {
                                          "run `strait agent` there first)");
   }
   return cm;
+}
+
+// How long unpeer leaves the consumer agent to stop a peering's virtual kubelets and delete
+// their nodes, once the ForeignCluster is gone, before deleting the nodes itself.
+constexpr auto kAgentReleaseWait = std::chrono::seconds(15);
+
+// Waits until none of `nodes` exists (or `until`); returns those still there. A failed get
+// counts as still there.
+std::vector<std::string> waitForNodesGone(kube::Client& consumer,
+                                          const std::vector<std::string>& nodes,
+                                          std::chrono::steady_clock::time_point until) {
+  while (true) {
+    std::vector<std::string> held;
+    for (const std::string& n : nodes) {
+      kube::Result<json> node = consumer.get(kube::resources::kNodes, "", n);
+      if (node.ok() || node.code() != Code::NotFound) held.push_back(n);
+    }
+    if (held.empty() || std::chrono::steady_clock::now() >= until) return held;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 kube::Result<json> findForeignCluster(kube::Client& consumer, const std::string& name,
@@ -281,20 +303,13 @@ kube::Result<std::vector<std::string>> unpeer(kube::Client& consumer, const Unpe
   if (kube::Result<std::vector<PoolSpec>> pools = poolsOfForeignCluster(*fc); pools.ok()) {
     for (const PoolSpec& p : *pools) vnodes.push_back(poolNodeName(name, p.name));
   }
-  auto onNode = [](const std::string& n) {
-    kube::ListOptions o;
-    o.fieldSelector = "spec.nodeName=" + n + ",status.phase!=Succeeded,status.phase!=Failed";
-    return o;
-  };
-  auto offloadedPods = [&]() -> std::vector<std::pair<std::string, std::string>> {
+  // Every unfinished Pod on the nodes; a failed list is an error (never "no Pods").
+  auto offloadedPods = [&]() -> kube::Result<std::vector<std::pair<std::string, std::string>>> {
     std::vector<std::pair<std::string, std::string>> out;
     for (const std::string& n : vnodes) {
-      kube::Result<json> pods = consumer.list(kube::resources::kPods, "", onNode(n));
-      if (!pods.ok()) continue;
-      for (const json& p : pods->value("items", json::array())) {
-        out.emplace_back(p.value("/metadata/namespace"_json_pointer, std::string()),
-                         p.value("/metadata/name"_json_pointer, std::string()));
-      }
+      kube::Result<std::vector<BoundPod>> pods = unfinishedPodsOn(consumer, n);
+      if (!pods.ok()) return pods.error();
+      for (const BoundPod& p : *pods) out.emplace_back(p.ns, p.name);
     }
     return out;
   };
@@ -307,41 +322,40 @@ kube::Result<std::vector<std::string>> unpeer(kube::Client& consumer, const Unpe
     return makeError(Code::Conflict, msg);
   };
   if (!req.drain) {
-    if (auto offloaded = offloadedPods(); !offloaded.empty()) return refuse(offloaded);
+    auto offloaded = offloadedPods();
+    if (!offloaded.ok()) return offloaded.error();
+    if (!offloaded->empty()) return refuse(*offloaded);
   }
   std::vector<std::string> cordoned;  // by this call
+  auto uncordon = [&] {
+    for (const std::string& n : cordoned) (void)setUnschedulable(consumer, n, false);
+  };
   for (const std::string& n : vnodes) {
     kube::Result<json> node = consumer.get(kube::resources::kNodes, "", n);
     if (!node.ok()) continue;
-    if (!node->value("/spec/unschedulable"_json_pointer, false)) cordoned.push_back(n);
-    (void)consumer.patch(kube::resources::kNodes, "", n, kube::PatchType::Merge,
-                         json{{"spec", {{"unschedulable", true}}}});
+    const bool was = node->value("/spec/unschedulable"_json_pointer, false);
+    if (kube::Status s = setUnschedulable(consumer, n, true); !s.ok()) {
+      if (kube::isNotFound(s.error())) continue;
+      uncordon();
+      return makeError(s.code(), "cordoning node " + n + ": " + s.error().message);
+    }
+    if (!was) cordoned.push_back(n);
     lines.push_back("cordoned node " + n);
   }
-  if (auto offloaded = offloadedPods(); !offloaded.empty()) {
-    if (!req.drain) {
+  if (!req.drain) {
+    auto offloaded = offloadedPods();
+    if (!offloaded.ok() || !offloaded->empty()) {
       // A Pod was bound between the check and the cordon: put the nodes back as they were.
-      for (const std::string& n : cordoned) {
-        (void)consumer.patch(kube::resources::kNodes, "", n, kube::PatchType::Merge,
-                             json{{"spec", {{"unschedulable", false}}}});
-      }
-      return refuse(offloaded);
+      uncordon();
+      if (!offloaded.ok()) return offloaded.error();
+      return refuse(*offloaded);
     }
-    for (const auto& [ns, n] : offloaded) {
-      kube::Result<json> e = kube::evictPod(consumer, ns, n);
-      if (!e.ok() && e.code() != Code::NotFound) {
-        return makeError(e.code(), "evicting " + ns + "/" + n + ": " + e.error().message);
-      }
+  } else {
+    kube::Result<size_t> drained = evictAndWait(consumer, vnodes, deadline);
+    if (!drained.ok()) return drained.error();
+    if (*drained > 0) {
+      lines.push_back("drained " + std::to_string(*drained) + " pod(s) from " + vnode);
     }
-    while (true) {
-      if (offloadedPods().empty()) break;
-      if (std::chrono::steady_clock::now() > deadline) {
-        return makeError(Code::ServerTimeout, "offloaded pods still running on " + vnode +
-                                                  " after --timeout");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    lines.push_back("drained " + std::to_string(offloaded.size()) + " pod(s) from " + vnode);
   }
 
   // 2. Ask the provider agent to delete its side and forget our credential.
@@ -434,10 +448,28 @@ kube::Result<std::vector<std::string>> unpeer(kube::Client& consumer, const Unpe
     }
   }
 
-  // 3. The consumer side: credential, tokens, virtual node, ForeignCluster.
+  // 3. The consumer side. The ForeignCluster goes first: the consumer agent then stops the
+  // peering's virtual kubelets, and each deletes its node once it no longer runs. A node
+  // deleted while its virtual kubelet still runs is registered again, uncordoned, and the
+  // Pods waiting for room (a drain's replacements) are bound to it. The nodes the agent has
+  // not removed within kAgentReleaseWait (no agent runs there) are deleted here, with the
+  // credential, tokens and imported Services.
   std::string error;
-  int n = deleteLabelled(consumer, kube::resources::kSecrets, kSys, ownershipSelector(providerId),
-                         &error);
+  int n = 0;
+  kube::Result<json> r = consumer.remove(kForeignClusters, "", name);
+  if (r.ok()) ++n;
+  if (!r.ok() && r.code() != Code::NotFound) error = r.error().message;
+  if (r.ok()) {
+    const auto releaseBy = std::min(deadline, std::chrono::steady_clock::now() + kAgentReleaseWait);
+    if (std::vector<std::string> held = waitForNodesGone(consumer, vnodes, releaseBy);
+        !held.empty()) {
+      std::string names;
+      for (const std::string& h : held) names += (names.empty() ? "" : ", ") + h;
+      lines.push_back("the agent did not remove " + names + " in time: deleted here");
+    }
+  }
+  n += deleteLabelled(consumer, kube::resources::kSecrets, kSys, ownershipSelector(providerId),
+                      &error);
   n += deleteLabelled(consumer, kube::resources::kNodes, "", ownershipSelector(providerId), &error);
   // The Services and EndpointSlices imported from that provider.
   const std::string imported = std::string(kLabelManagedBy) + "=" +
@@ -448,9 +480,6 @@ kube::Result<std::vector<std::string>> unpeer(kube::Client& consumer, const Unpe
   for (const std::string& v : vnodes) {
     if (consumer.remove(kube::resources::kNodes, "", v).ok()) ++n;
   }
-  kube::Result<json> r = consumer.remove(kForeignClusters, "", name);
-  if (r.ok()) ++n;
-  if (!r.ok() && r.code() != Code::NotFound && error.empty()) error = r.error().message;
   if (!error.empty()) return makeError(Code::Internal, "unpeer: deleting local objects: " + error);
   lines.push_back("deleted " + std::to_string(n) + " local object(s); unpeered from " + name);
   return lines;

@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <functional>
-#include <thread>
 
 #include "peering/foreign_cluster.h"
 #include "peering/names.h"
+#include "peering/node_drain.h"
 
 namespace strait::peering {
 
@@ -72,22 +72,6 @@ kube::Status noSuchPool(const std::string& peering, const std::string& pool,
                                        " (its pools: " + names(pools) + ")");
 }
 
-using PodRef = std::pair<std::string, std::string>;
-
-std::vector<PodRef> podsOnNode(kube::Client& consumer, const std::string& node) {
-  kube::ListOptions onNode;
-  onNode.fieldSelector =
-      "spec.nodeName=" + node + ",status.phase!=Succeeded,status.phase!=Failed";
-  std::vector<PodRef> out;
-  kube::Result<json> pods = consumer.list(kube::resources::kPods, "", onNode);
-  if (!pods.ok()) return out;
-  for (const json& p : pods->value("items", json::array())) {
-    out.emplace_back(p.value("/metadata/namespace"_json_pointer, std::string()),
-                     p.value("/metadata/name"_json_pointer, std::string()));
-  }
-  return out;
-}
-
 std::string quantities(const json& r) {
   if (!r.is_object() || r.empty()) return "-";
   std::string out;
@@ -145,45 +129,42 @@ kube::Result<std::vector<std::string>> removePool(kube::Client& consumer,
   }
   const std::string node = poolNodeName(req.peering, req.pool);
   const auto deadline = std::chrono::steady_clock::now() + req.timeout;
-  auto refuse = [&](const std::vector<PodRef>& pods) {
+  auto refuse = [&](const std::vector<BoundPod>& pods) {
     std::string msg = "pool " + req.pool + " not removed: " + std::to_string(pods.size()) +
                       " pod(s) run on its virtual node " + node + "; use --drain to evict them:";
-    for (const auto& [ns, n] : pods) msg += " " + ns + "/" + n;
+    for (const BoundPod& p : pods) msg += " " + p.ns + "/" + p.name;
     return makeError(Code::Conflict, msg);
   };
   if (!req.drain) {
-    if (auto pods = podsOnNode(consumer, node); !pods.empty()) return refuse(pods);
+    kube::Result<std::vector<BoundPod>> pods = unfinishedPodsOn(consumer, node);
+    if (!pods.ok()) return pods.error();
+    if (!pods->empty()) return refuse(*pods);
   }
   kube::Result<json> vnode = consumer.get(kube::resources::kNodes, "", node);
   const bool wasCordoned = vnode.ok() && vnode->value("/spec/unschedulable"_json_pointer, false);
-  auto setUnschedulable = [&](bool on) {
-    (void)consumer.patch(kube::resources::kNodes, "", node, kube::PatchType::Merge,
-                         json{{"spec", {{"unschedulable", on}}}});
-  };
   if (vnode.ok() && !wasCordoned) {
-    setUnschedulable(true);
+    kube::Status s = setUnschedulable(consumer, node, true);
+    if (!s.ok() && !kube::isNotFound(s.error())) {
+      return makeError(s.code(), "cordoning node " + node + ": " + s.error().message);
+    }
     lines.push_back("cordoned node " + node);
   }
-  if (auto pods = podsOnNode(consumer, node); !pods.empty()) {
-    if (!req.drain) {
+  if (!req.drain) {
+    kube::Result<std::vector<BoundPod>> pods = unfinishedPodsOn(consumer, node);
+    if (!pods.ok() || !pods->empty()) {
       // A Pod was bound between the check and the cordon: put the node back as it was.
-      if (vnode.ok() && !wasCordoned) setUnschedulable(false);
-      return refuse(pods);
+      if (vnode.ok() && !wasCordoned) (void)setUnschedulable(consumer, node, false);
+      if (!pods.ok()) return pods.error();
+      return refuse(*pods);
     }
-    for (const auto& [ns, n] : pods) {
-      kube::Result<json> e = kube::evictPod(consumer, ns, n);
-      if (!e.ok() && e.code() != Code::NotFound) {
-        return makeError(e.code(), "evicting " + ns + "/" + n + ": " + e.error().message);
-      }
+  } else {
+    kube::Result<size_t> drained = evictAndWait(consumer, {node}, deadline);
+    if (!drained.ok()) {
+      return makeError(drained.code(), drained.error().message + "; pool kept");
     }
-    while (!podsOnNode(consumer, node).empty()) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        return makeError(Code::ServerTimeout,
-                         "pods still running on " + node + " after --timeout; pool kept");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (*drained > 0) {
+      lines.push_back("drained " + std::to_string(*drained) + " pod(s) from " + node);
     }
-    lines.push_back("drained " + std::to_string(pods.size()) + " pod(s) from " + node);
   }
   kube::Status s = editPools(consumer, req.peering, [&](std::vector<PoolSpec>& list) {
     auto it = findPool(list, req.pool);

@@ -267,6 +267,15 @@ TEST_F(OffloadTest, E_UnpeerDrainEvictsOffloadedPodsThenPartsAndLeavesNothing) {
   EXPECT_TRUE(waitFor([&] {
     return kubectl(*home_, {"get", "node", "strait-cloud"}).exitCode != 0;
   }, 60s)) << "the virtual node outlived the peering" << diagnostics();
+  // And it stays gone: a virtual kubelet still running when its node was deleted registers
+  // it again, uncordoned, and the evicted Pods' Pending replacements are bound to it. Watched
+  // for 3 s, longer than the virtual node's 500 ms poll and the agent's 300 ms heartbeat.
+  const auto watchUntil = std::chrono::steady_clock::now() + 3s;
+  while (std::chrono::steady_clock::now() < watchUntil) {
+    ASSERT_NE(kubectl(*home_, {"get", "node", "strait-cloud"}).exitCode, 0)
+        << "the virtual node came back after unpeer" << diagnostics();
+    ASSERT_EQ(homeCounts().onVnode, 0) << "pods bound to the virtual node after unpeer";
+  }
   json left;
   EXPECT_TRUE(waitFor([&] {
     left = getJson(*cloud_, {"get", "pods", "-A", "-l", "strait.io/origin-cluster-id"});
