@@ -322,7 +322,8 @@ TEST_F(VnodeStreamTest, PodTravelsStatusAndEventsComeBackDeleteCleansBothSides) 
   EXPECT_EQ(cm.out, "hello") << cm.describe();
 
   // The provider runs it; kubectl on the consumer shows it Running on the virtual node's IP.
-  ASSERT_TRUE(runRemote("web-1"));
+  // Asked again after a Conflict (the provider's own writers may write the Pod meanwhile).
+  ASSERT_TRUE(waitFor([&] { return runRemote("web-1"); }, 10s));
   CommandResult st;
   ASSERT_TRUE(waitFor([&] {
     st = kubectlHome({"get", "pod", "web-1", "-n", "web", "-o",
