@@ -91,10 +91,10 @@ struct ConsumerReflectionOptions {
   std::function<std::string(const std::string& ip)> mapPodIp;
   int podWorkers = 8;
   // Threads writing the local Pods' status (PodStatusWriter): a Pod's wanted statuses
-  // coalesce while its write waits for one of them. offload_bench --compare at 1,000 Pods
-  // wrote 1.7-2.0 statuses per Pod with one writer, 2.3 with two, 2.5 with four
-  // (docs/benchmarks.md).
-  int statusWriters = 1;
+  // coalesce while its write waits for one of them. Fewer writers coalesce more but make
+  // the statuses wait: at 1,000 Pods one writer wrote 1.7-2.0 statuses per Pod, four 2.5,
+  // and one doubled the status latency of a 50 Pods/s wave (docs/benchmarks.md).
+  int statusWriters = 4;
   std::chrono::milliseconds keepaliveInterval{1000};
   std::chrono::milliseconds callTimeout{10000};
   // Services: whether local namespace `ns` is offloaded to this provider. Optional: without
