@@ -3,6 +3,7 @@
 // pods/status with the uid as precondition and no resourceVersion; a status the Pod already
 // has, or that was written while the informer cache lags, is not written again; a Pod gone
 // or replaced is not retried, a transient failure is.
+#include "reflection/unused_client.h"
 #include "reflection/pod_status_writer.h"
 
 #include <gtest/gtest.h>
@@ -24,7 +25,7 @@ using namespace std::chrono_literals;
 
 // A consumer API server that records the status writes; the first PATCH may be held until
 // release(), and PATCH answers may be scripted.
-class StatusWritesClient final : public kube::Client {
+class StatusWritesClient final : public testing::UnusedClient {
  public:
   struct Write {
     std::string verb;  // PATCH or PUT
@@ -33,14 +34,9 @@ class StatusWritesClient final : public kube::Client {
     json body;
   };
 
-  const kube::RestConfig& config() const override { return cfg_; }
   kube::Result<json> get(const kube::ResourceRef&, std::string_view, std::string_view,
                          const kube::GetOptions&) override {
     return kube::makeError(kube::Code::NotFound, "not found");
-  }
-  kube::Result<json> list(const kube::ResourceRef&, std::string_view,
-                          const kube::ListOptions&) override {
-    return unsupported();
   }
   kube::Result<json> create(const kube::ResourceRef&, std::string_view, const json& obj,
                             const kube::WriteOptions&) override {
@@ -70,24 +66,6 @@ class StatusWritesClient final : public kube::Client {
     return json{{"metadata", {{"name", name}, {"resourceVersion", std::to_string(nextRv_++)}}},
                 {"status", body["status"]}};
   }
-  kube::Result<json> remove(const kube::ResourceRef&, std::string_view, std::string_view,
-                            const kube::DeleteOptions&) override {
-    return unsupported();
-  }
-  kube::Result<json> removeCollection(const kube::ResourceRef&, std::string_view,
-                                      const kube::ListOptions&,
-                                      const kube::DeleteOptions&) override {
-    return unsupported();
-  }
-  kube::Status watch(const kube::ResourceRef&, std::string_view, const kube::WatchOptions&,
-                     const std::function<bool(kube::WatchEvent&&)>&, std::stop_token) override {
-    return unsupported().error();
-  }
-  kube::Status streamLogs(std::string_view, std::string_view, const kube::LogOptions&,
-                          const std::function<bool(std::string_view)>&,
-                          std::stop_token) override {
-    return unsupported().error();
-  }
 
   void holdFirst() {
     std::lock_guard<std::mutex> l(mu_);
@@ -112,10 +90,6 @@ class StatusWritesClient final : public kube::Client {
   }
 
  private:
-  static kube::Result<json> unsupported() {
-    return kube::makeError(kube::Code::Internal, "not used by this test");
-  }
-  kube::RestConfig cfg_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool hold_ = false;

@@ -12,6 +12,7 @@
 
 #include "reflection/labels.h"
 #include "reflection/remote_kubelet.h"
+#include "reflection/unused_client.h"
 
 namespace strait::reflection {
 namespace {
@@ -22,56 +23,14 @@ const std::string kConsumer = "c0ffee00-0000-4000-8000-000000000001";
 const std::string kOther = "c0ffee00-0000-4000-8000-000000000002";
 
 // A provider API server holding a few Pods: get() only.
-class PodsOnlyClient final : public kube::Client {
+class PodsOnlyClient final : public testing::UnusedClient {
  public:
   std::map<std::pair<std::string, std::string>, json> pods;
-  kube::RestConfig cfg;
-
-  const kube::RestConfig& config() const override { return cfg; }
   kube::Result<json> get(const kube::ResourceRef&, std::string_view ns, std::string_view name,
                          const kube::GetOptions&) override {
     auto it = pods.find({std::string(ns), std::string(name)});
     if (it == pods.end()) return kube::makeError(kube::Code::NotFound, "not found");
     return it->second;
-  }
-  kube::Result<json> list(const kube::ResourceRef&, std::string_view,
-                          const kube::ListOptions&) override {
-    return unsupported();
-  }
-  kube::Result<json> create(const kube::ResourceRef&, std::string_view, const json&,
-                            const kube::WriteOptions&) override {
-    return unsupported();
-  }
-  kube::Result<json> update(const kube::ResourceRef&, std::string_view, const json&,
-                            const kube::WriteOptions&) override {
-    return unsupported();
-  }
-  kube::Result<json> patch(const kube::ResourceRef&, std::string_view, std::string_view,
-                           kube::PatchType, const json&, const kube::WriteOptions&) override {
-    return unsupported();
-  }
-  kube::Result<json> remove(const kube::ResourceRef&, std::string_view, std::string_view,
-                            const kube::DeleteOptions&) override {
-    return unsupported();
-  }
-  kube::Result<json> removeCollection(const kube::ResourceRef&, std::string_view,
-                                      const kube::ListOptions&,
-                                      const kube::DeleteOptions&) override {
-    return unsupported();
-  }
-  kube::Status watch(const kube::ResourceRef&, std::string_view, const kube::WatchOptions&,
-                     const std::function<bool(kube::WatchEvent&&)>&, std::stop_token) override {
-    return unsupported().error();
-  }
-  kube::Status streamLogs(std::string_view, std::string_view, const kube::LogOptions&,
-                          const std::function<bool(std::string_view)>&,
-                          std::stop_token) override {
-    return unsupported().error();
-  }
-
- private:
-  static kube::Result<json> unsupported() {
-    return kube::makeError(kube::Code::Internal, "not used by this test");
   }
 };
 
