@@ -148,6 +148,7 @@ std::string agentKubeconfig(const std::string& flag) {
 }
 
 int runAgent(const AgentFlags& flags) {
+  keepFreedHeapUntilTrimmed();  // the HeapTrimmer below returns freed memory (agent_memory.h)
   setupLogging(flags.logLevel);
   AgentFlags f = flags;
   f.kubeconfig = agentKubeconfig(flags.kubeconfig);

@@ -7,6 +7,8 @@ namespace strait::cmd {
 
 bool releaseFreeHeap() { return malloc_trim(0) != 0; }
 
+bool keepFreedHeapUntilTrimmed() { return mallopt(M_TRIM_THRESHOLD, 256 << 20) == 1; }
+
 bool HeapTrimmer::tick(Clock::time_point now) {
   if (interval_.count() <= 0) return false;
   if (!started_) {

@@ -10,6 +10,13 @@
 // were free. malloc_trim(0) returns the free pages of every arena (madvise), keeping the
 // chunks in place.
 //
+// glibc also trims by itself: a free() that leaves more than M_TRIM_THRESHOLD at the top of an
+// arena returns it at once (madvise), and on a busy agent that is thousands of madvise calls a
+// second, each flushing the TLB of every core the process runs on (perf on a provider agent
+// offloading 1,000 Pods: 14% of its CPU in those flushes, then page faults when the pages are
+// reused). keepFreedHeapUntilTrimmed() raises that threshold so freed memory is returned only
+// by the periodic releaseFreeHeap().
+//
 // HeapTrimmer is driven from one thread (the agent's main loop); releaseFreeHeap() may be
 // called from any thread (glibc takes each arena's lock in turn).
 
@@ -21,6 +28,11 @@ namespace strait::cmd {
 // Does not block on anything but the arenas' locks (each held for one pass over its free
 // chunks).
 bool releaseFreeHeap();
+
+// Lets free() keep what it frees (up to 256 MiB at the top of an arena) for the next
+// allocation instead of returning it to the kernel; call once at start, before the threads, and
+// run a HeapTrimmer. True when glibc accepted the setting.
+bool keepFreedHeapUntilTrimmed();
 
 class HeapTrimmer {
  public:

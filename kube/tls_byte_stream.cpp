@@ -30,7 +30,7 @@ using namespace std::chrono_literals;
 class TlsByteStream final : public ByteStream {
  public:
   TlsByteStream(TlsStream& stream, std::string leftover, std::function<bool()> stopping)
-      : stream_(stream), leftover_(std::move(leftover)), stopping_(std::move(stopping)) {}
+      : stream_(stream), stopping_(std::move(stopping)), leftover_(std::move(leftover)) {}
 
   ~TlsByteStream() override {
     close();
