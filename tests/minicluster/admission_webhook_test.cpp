@@ -30,6 +30,7 @@ class TestWebhooks : public Handler {
     {
       std::lock_guard<std::mutex> l(mu_);
       seen.push_back({req.path, request});
+      remotes.push_back(req.remoteAddr);
     }
     json resp = {{"uid", request.value("uid", "")}, {"allowed", true}};
     if (req.path == "/mutate" && request["object"].is_object()) {
@@ -59,8 +60,13 @@ class TestWebhooks : public Handler {
     std::lock_guard<std::mutex> l(mu_);
     return seen;
   }
+  std::vector<std::string> remoteAddresses() {
+    std::lock_guard<std::mutex> l(mu_);
+    return remotes;
+  }
   std::mutex mu_;
   std::vector<std::pair<std::string, json>> seen;
+  std::vector<std::string> remotes;  // the client's address and port of each review
 };
 
 class AdmissionWebhookTest : public ControllerTest {
@@ -190,6 +196,36 @@ TEST_F(AdmissionWebhookTest, FailurePolicyDecidesWhenTheWebhookIsDown) {
   EXPECT_NE(r.error().message.find("Post \"https://127.0.0.1:1/down?timeout=1s\""),
             std::string::npos)
       << r.error().message;
+}
+
+TEST_F(AdmissionWebhookTest, ConnectionsAreKeptBetweenCallsAndARestartedWebhookIsReachedAgain) {
+  configure("mutatingwebhookconfigurations", "labeler",
+            json::array({hook("label.example.com", url("/mutate"), podRules())}));
+  for (const char* name : {"k1", "k2", "k3"}) ASSERT_TRUE(createPod(name).ok()) << name;
+  std::vector<std::string> remotes = hooks_.remoteAddresses();
+  ASSERT_EQ(remotes.size(), 3u);
+  // One connection (the same client port) served the three reviews.
+  EXPECT_EQ(remotes[1], remotes[0]);
+  EXPECT_EQ(remotes[2], remotes[0]);
+
+  // The webhook server restarts on the same port: the connection kept for it is closed, and
+  // the next create still reaches the webhook, on a new connection, without an error.
+  const uint16_t port = server_->port();
+  server_->stop();
+  auto cert = kube::issueCert(ca_, "webhook", {}, {"localhost"}, {"127.0.0.1"}, true);
+  ASSERT_TRUE(cert.ok());
+  HttpServerOptions o;
+  o.listenPort = port;
+  o.tls.certPem = cert->certPem;
+  o.tls.keyPem = cert->keyPem;
+  server_ = newHttpServer(o, hooks_);
+  ASSERT_TRUE(server_->start().ok());
+  auto r = createPod("k4");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(json::parse((*r)->json)["metadata"]["labels"]["webhook"], "added");
+  remotes = hooks_.remoteAddresses();
+  ASSERT_EQ(remotes.size(), 4u);
+  EXPECT_NE(remotes[3], remotes[0]);
 }
 
 TEST_F(AdmissionWebhookTest, TimeoutAndBadResponsesFailTheCall) {
