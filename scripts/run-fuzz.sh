@@ -7,6 +7,7 @@
 #                 crash inputs in $FUZZ_BUILD/artifacts/<target>/, logs in $FUZZ_BUILD/logs/
 #   FUZZ_CXX      compiler (default clang++)
 #   JOBS          build parallelism (default nproc)
+#   FUZZ_JOBS     targets run at once (default nproc)
 #
 # Seed inputs, if any, are read from tests/fuzz/corpus/<target>/ (never written).
 # Prints one summary line per target; exits non-zero if a target fails to build, crashes,
@@ -97,20 +98,20 @@ for t in "${targets[@]}"; do
 done
 
 mkdir -p "$BUILD/logs"
-failed=0
-summary=()
-for t in "${targets[@]}"; do
-  bin="$BUILD/fuzz-bin/$t"
-  corpus="$BUILD/corpus/$t"
-  artifacts="$BUILD/artifacts/$t/"
-  log="$BUILD/logs/$t.log"
+# Runs one target; its summary line goes to logs/<target>.summary, exit status 1 on failure.
+run_target() {
+  local t=$1
+  local bin="$BUILD/fuzz-bin/$t"
+  local corpus="$BUILD/corpus/$t"
+  local artifacts="$BUILD/artifacts/$t/"
+  local log="$BUILD/logs/$t.log"
   mkdir -p "$corpus" "$artifacts"
-  seeds=()
+  local seeds=()
   if [ -d "$ROOT/tests/fuzz/corpus/$t" ]; then
     seeds+=("$ROOT/tests/fuzz/corpus/$t")
   fi
   echo "run-fuzz: running $t for ${SECONDS_PER_TARGET}s"
-  rc=0
+  local rc=0
   # libFuzzer stops itself after -max_total_time; the outer timeout only catches a hang
   # outside its control (e.g. in a static initializer).
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
@@ -121,21 +122,44 @@ for t in "${targets[@]}"; do
     >"$log" 2>&1 || rc=$?
 
   stat() { sed -n "s/^stat::$1:[[:space:]]*//p" "$log" | tail -1; }
+  local runs speed rss files
   runs=$(stat number_of_executed_units)
   speed=$(stat average_exec_per_sec)
   rss=$(stat peak_rss_mb)
   files=$(find "$corpus" -type f | wc -l)
   if [ "$rc" -eq 0 ]; then
-    summary+=("$(printf '%-20s OK     %8s execs/s %10s runs  corpus %5s files  rss %4s MB' \
-      "$t" "${speed:-?}" "${runs:-?}" "$files" "${rss:-?}")")
-  else
-    failed=1
-    crash=$(find "$artifacts" -type f -newer "$bin" | head -1)
-    summary+=("$(printf '%-20s FAILED exit %s  %s execs/s  input: %s  log: %s' \
-      "$t" "$rc" "${speed:-?}" "${crash:-none}" "$log")")
-    echo "run-fuzz: $t failed (exit $rc); last lines of $log:" >&2
-    tail -n 40 "$log" >&2
+    printf '%-20s OK     %8s execs/s %10s runs  corpus %5s files  rss %4s MB\n' \
+      "$t" "${speed:-?}" "${runs:-?}" "$files" "${rss:-?}" >"$BUILD/logs/$t.summary"
+    return 0
   fi
+  local crash
+  crash=$(find "$artifacts" -type f -newer "$bin" | head -1)
+  printf '%-20s FAILED exit %s  %s execs/s  input: %s  log: %s\n' \
+    "$t" "$rc" "${speed:-?}" "${crash:-none}" "$log" >"$BUILD/logs/$t.summary"
+  echo "run-fuzz: $t failed (exit $rc); last lines of $log:" >&2
+  tail -n 40 "$log" >&2
+  return 1
+}
+
+# FUZZ_JOBS targets at a time (default: one per core); each libFuzzer process is one thread.
+jobs_max=${FUZZ_JOBS:-$(nproc)}
+failed=0
+running=0
+for t in "${targets[@]}"; do
+  if [ "$running" -ge "$jobs_max" ]; then
+    wait -n || failed=1
+    running=$((running - 1))
+  fi
+  run_target "$t" &
+  running=$((running + 1))
+done
+while [ "$running" -gt 0 ]; do
+  wait -n || failed=1
+  running=$((running - 1))
+done
+summary=()
+for t in "${targets[@]}"; do
+  summary+=("$(cat "$BUILD/logs/$t.summary" 2>/dev/null || echo "$t: no result")")
 done
 
 echo "run-fuzz: summary (${SECONDS_PER_TARGET}s per target)"
