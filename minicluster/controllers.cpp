@@ -90,16 +90,18 @@ class ControllersImpl : public Controllers {
       // listed later in the same batch is not mistaken for a gone one.
       if (!nodes_.count(owner)) orphaned_.insert(owner);
     }
-    keyToUid_[o->key] = uid;
     if (n.deleting) dirty_.insert(uid);
     if (k8sNamespace(o->key) && n.deleting) terminating_.insert(o->key);
-    nodes_[uid] = std::move(n);
+    auto [it, added] = nodes_.try_emplace(uid);
+    if (!added) keyToUid_.erase(std::string_view(it->second.key));  // the uid under another key
+    it->second = std::move(n);
+    keyToUid_[it->second.key] = it->first;
   }
 
   void untrackKey(const std::string& key) {
-    auto it = keyToUid_.find(key);
+    auto it = keyToUid_.find(std::string_view(key));
     if (it == keyToUid_.end()) return;
-    std::string uid = it->second;
+    std::string uid(it->second);
     keyToUid_.erase(it);
     auto n = nodes_.find(uid);
     if (n != nodes_.end()) {
@@ -154,9 +156,9 @@ class ControllersImpl : public Controllers {
   }
 
   void resync(Result<std::unique_ptr<Watch>>& w) {
+    keyToUid_.clear();  // before the nodes it views
     nodes_.clear();
     dependents_.clear();
-    keyToUid_.clear();
     auto listed = store_.list("/");
     for (const auto& o : listed.items) track(o);
     for (const auto& [owner, deps] : dependents_) {
@@ -346,7 +348,9 @@ class ControllersImpl : public Controllers {
 
   std::map<std::string, Node> nodes_;                           // uid -> node
   std::map<std::string, std::set<std::string>> dependents_;     // owner uid -> dependent uids
-  std::map<std::string, std::string> keyToUid_;
+  // key -> uid, both viewing the strings of their nodes_ entry (Node::key and the map's key):
+  // an entry is erased before the node it views.
+  std::map<std::string_view, std::string_view> keyToUid_;
   std::set<std::string> orphaned_;     // owner uids that vanished
   std::set<std::string> dirty_;        // uids being deleted with GC finalizers
   std::set<std::string> retryLater_;

@@ -27,6 +27,7 @@
 #include <deque>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <thread>
 
@@ -42,6 +43,26 @@ using kube::makeError;
 namespace {
 
 constexpr uint64_t kInitialRevision = 1;
+
+}  // namespace
+
+FieldName::FieldName(std::string_view name) {
+  // Never destroyed: objects may outlive static destruction on threads still running at exit.
+  static auto* mu = new std::shared_mutex;
+  static auto* names = new std::set<std::string, std::less<>>;
+  {
+    std::shared_lock lk(*mu);
+    auto it = names->find(name);
+    if (it != names->end()) {
+      name_ = &*it;
+      return;
+    }
+  }
+  std::unique_lock lk(*mu);
+  name_ = &*names->emplace(name).first;
+}
+
+namespace {
 
 enum class WriteKind { Create, Update, Remove };
 
@@ -311,8 +332,17 @@ Result<ObjectPtr> StoreImpl::write(
     obj->key = key;
     obj->rv = newRv;
     obj->json = std::move(no.json);
-    obj->labels = std::move(no.labels);
-    obj->fields = std::move(no.fields);
+    // Versions whose labels or fields did not change (status writes) share them.
+    if (current && current->labels == no.labels) {
+      obj->labels = current->labels;
+    } else {
+      obj->labels = std::move(no.labels);
+    }
+    if (current && current->fields == no.fields) {
+      obj->fields = current->fields;
+    } else {
+      obj->fields = std::move(no.fields);
+    }
 
     if (wal_) {
       encodeBuf_.clear();

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/container/flat_map.hpp>
@@ -32,17 +33,98 @@ using kube::Status;
 
 // Attributes extracted once per write so selectors match without re-parsing JSON.
 using Labels = std::map<std::string, std::string>;
+// The name of a selectable field ("spec.nodeName"), interned: every object's fields refer to
+// one process-wide copy of each name instead of carrying their own (most names are longer
+// than a string's inline buffer, so each copy was a heap block per field per version).
+// Constructing one interns the name (the set of names is fixed by the resource kinds and the
+// CRDs' selectableFields); looking a name up in Fields does not. Thread-safe.
+class FieldName {
+ public:
+  FieldName() : FieldName(std::string_view()) {}
+  FieldName(std::string_view name);  // NOLINT(google-explicit-constructor)
+  FieldName(const char* name) : FieldName(std::string_view(name)) {}  // NOLINT
+  FieldName(const std::string& name) : FieldName(std::string_view(name)) {}  // NOLINT
+
+  const std::string& str() const { return *name_; }
+  operator const std::string&() const { return *name_; }  // NOLINT(google-explicit-constructor)
+  operator std::string_view() const { return *name_; }    // NOLINT(google-explicit-constructor)
+
+  friend bool operator==(const FieldName& a, const FieldName& b) { return a.name_ == b.name_; }
+
+ private:
+  const std::string* name_;  // interned, never freed
+};
+
+// Orders FieldNames by their text; also compares them with plain strings, so that Fields
+// finds a name without interning it.
+struct FieldNameLess {
+  using is_transparent = void;
+  bool operator()(const FieldName& a, const FieldName& b) const { return a.str() < b.str(); }
+  bool operator()(const FieldName& a, std::string_view b) const { return a.str() < b; }
+  bool operator()(std::string_view a, const FieldName& b) const { return a < b.str(); }
+  bool operator()(const FieldName& a, const std::string& b) const { return a.str() < b; }
+  bool operator()(const std::string& a, const FieldName& b) const { return a < b.str(); }
+  bool operator()(const FieldName& a, const char* b) const { return a.str() < b; }
+  bool operator()(const char* a, const FieldName& b) const { return a < b.str(); }
+};
+
 // A sorted vector, not a tree: an object keeps about ten fields, and a tree node per field
 // cost ~110 bytes more per field on every stored version.
-using Fields = boost::container::flat_map<std::string, std::string>;
+using Fields = boost::container::flat_map<FieldName, std::string, FieldNameLess>;
+
+// An immutable map held by pointer, so that versions of an object whose labels or selectable
+// fields did not change share one copy (a status write keeps both: without sharing, each
+// version the watch history holds carried its own ~1 KB of map nodes and strings). Reads
+// like the map it holds (find, at, count, iteration, conversion to const Map&); assigning a
+// map replaces the pointer. An empty map holds nothing. Thread-safe for reads, as the Object
+// that holds it.
+template <typename Map>
+class SharedMap {
+ public:
+  SharedMap() = default;
+  SharedMap(Map m)  // NOLINT(google-explicit-constructor): assigned from built maps
+      : p_(m.empty() ? nullptr : std::make_shared<const Map>(std::move(m))) {}
+  SharedMap& operator=(Map m) { return *this = SharedMap(std::move(m)); }
+
+  const Map& get() const { return p_ ? *p_ : none(); }
+  operator const Map&() const { return get(); }  // NOLINT(google-explicit-constructor)
+  auto begin() const { return get().begin(); }
+  auto end() const { return get().end(); }
+  size_t size() const { return get().size(); }
+  bool empty() const { return p_ == nullptr || p_->empty(); }
+  template <typename K>
+  auto find(const K& k) const {
+    return get().find(k);
+  }
+  template <typename K>
+  size_t count(const K& k) const {
+    return get().count(k);
+  }
+  template <typename K>
+  const auto& at(const K& k) const {
+    return get().at(k);
+  }
+  // Whether both hold the same copy (not merely equal maps).
+  bool shares(const SharedMap& other) const { return p_ == other.p_; }
+  friend bool operator==(const SharedMap& a, const SharedMap& b) { return a.get() == b.get(); }
+  friend bool operator==(const SharedMap& a, const Map& b) { return a.get() == b; }
+
+ private:
+  static const Map& none() {
+    static const Map e;
+    return e;
+  }
+  std::shared_ptr<const Map> p_;
+};
 
 // One stored object version. Immutable once handed out.
 struct Object {
   std::string key;
   uint64_t rv = 0;     // resourceVersion of this version (the revision that wrote it)
   std::string json;    // compact JSON of the whole object, metadata.resourceVersion included
-  Labels labels;       // metadata.labels
-  Fields fields;       // selectable fields (metadata.name, metadata.namespace, spec.nodeName...)
+  SharedMap<Labels> labels;  // metadata.labels; shared with the previous version if equal
+  SharedMap<Fields> fields;  // selectable fields (metadata.name, metadata.namespace,
+                             // spec.nodeName...); shared with the previous version if equal
 };
 using ObjectPtr = std::shared_ptr<const Object>;
 

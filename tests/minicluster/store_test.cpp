@@ -33,6 +33,59 @@ std::unique_ptr<Store> openStore(StoreOptions opts = {}) {
   return s;
 }
 
+// A write that leaves labels and fields as they were (a status write) shares them with the
+// version before, which the watch history keeps; a change gets its own copy.
+TEST(Store, UnchangedLabelsAndFieldsAreSharedWithThePreviousVersion) {
+  auto s = openStore();
+  auto write = [](const std::string& v, Labels labels, Fields fields) -> UpdateFn {
+    return [=](const ObjectPtr&, uint64_t rv) -> Result<NewObject> {
+      return NewObject{objJson(rv, v), labels, fields};
+    };
+  };
+  const Labels labels = {{"app", "web"}, {"tier", "frontend"}};
+  const Fields fields = {{"metadata.name", "web"}, {"spec.nodeName", "n1"}};
+  auto v1 = s->create("/core/pods/default/web", write("a", labels, fields));
+  ASSERT_TRUE(v1.ok());
+  auto v2 = s->update("/core/pods/default/web", write("b", labels, fields));
+  ASSERT_TRUE(v2.ok());
+  EXPECT_TRUE((*v2)->labels.shares((*v1)->labels));
+  EXPECT_TRUE((*v2)->fields.shares((*v1)->fields));
+  EXPECT_EQ(&(*v2)->labels.get(), &(*v1)->labels.get());
+
+  Labels relabelled = labels;
+  relabelled["tier"] = "backend";
+  auto v3 = s->update("/core/pods/default/web", write("c", relabelled, fields));
+  ASSERT_TRUE(v3.ok());
+  EXPECT_FALSE((*v3)->labels.shares((*v2)->labels));
+  EXPECT_TRUE((*v3)->fields.shares((*v2)->fields));
+  EXPECT_EQ((*v3)->labels.at("tier"), "backend");
+  EXPECT_EQ((*v2)->labels.at("tier"), "frontend");  // the older version is untouched
+
+  Fields moved = fields;
+  moved["spec.nodeName"] = "n2";
+  auto v4 = s->update("/core/pods/default/web", write("d", relabelled, moved));
+  ASSERT_TRUE(v4.ok());
+  EXPECT_FALSE((*v4)->fields.shares((*v3)->fields));
+  EXPECT_EQ((*v4)->fields.find("spec.nodeName")->second, "n2");
+  EXPECT_EQ((*v3)->fields.find("spec.nodeName")->second, "n1");
+  EXPECT_TRUE((*v4)->labels.shares((*v3)->labels));
+}
+
+// Field names are held once per process, whichever object and however they were spelled;
+// lookups by a plain string find them.
+TEST(Store, FieldNamesAreInterned) {
+  Fields a = {{"spec.serviceAccountName", "x"}};
+  std::string spelled = std::string("spec.") + "serviceAccountName";
+  Fields b;
+  b.emplace(spelled, "y");
+  EXPECT_EQ(&a.begin()->first.str(), &b.begin()->first.str());
+  EXPECT_EQ(a.find(spelled)->second, "x");
+  EXPECT_EQ(b.find(std::string_view("spec.serviceAccountName"))->second, "y");
+  EXPECT_EQ(a.find("metadata.name"), a.end());
+  EXPECT_EQ(FieldName("spec.nodeName"), FieldName(std::string("spec.nodeName")));
+  EXPECT_FALSE(FieldName("spec.nodeName") == FieldName("spec.nodename"));
+}
+
 TEST(Store, CrudAndRevisionNumbering) {
   auto s = openStore();
   EXPECT_EQ(s->revision(), 1u);
