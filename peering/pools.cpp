@@ -265,6 +265,18 @@ ProviderSummary summarizePool(const json& nodes,
   return s;
 }
 
+ProviderSummary summarizePoolForCaller(const json& nodes,
+                                       const std::map<std::string, ResourceMap>& usedByNode,
+                                       const std::map<std::string, ResourceMap>& callerUsedByNode,
+                                       const NodeSelector& selector) {
+  std::map<std::string, ResourceMap> others = usedByNode;
+  for (const auto& [node, mine] : callerUsedByNode) {
+    auto it = others.find(node);
+    if (it != others.end()) it->second = subtractResources(it->second, mine);
+  }
+  return summarizePool(nodes, others, selector);
+}
+
 kube::Status pinPodToPool(json& pod, const PoolSpec& pool) {
   if (!pod.is_object()) return makeError(Code::Invalid, "pod: expected an object");
   json& spec = pod["spec"];

@@ -97,6 +97,17 @@ ProviderSummary summarizePool(const nlohmann::json& nodes,
                               const std::map<std::string, ResourceMap>& usedByNode,
                               const NodeSelector& selector);
 
+// The summary one consumer receives for one of its pools, by the rule of the peering's
+// summary: the usable nodes matching `selector`, each with its allocatable minus every Pod
+// bound there (`usedByNode`: the provider's own and every consumer's, whatever their pool)
+// except the caller's own Pods of this pool (`callerUsedByNode`, keyed by node), which the
+// pool's grant covers. So a consumer sees what the provider and the other consumers leave it,
+// and a lone consumer its whole grant however many of its Pods run.
+ProviderSummary summarizePoolForCaller(const nlohmann::json& nodes,
+                                       const std::map<std::string, ResourceMap>& usedByNode,
+                                       const std::map<std::string, ResourceMap>& callerUsedByNode,
+                                       const NodeSelector& selector);
+
 // Pins a Pod to a pool (the consumer's forge, and the provider's check below): labels it
 // kLabelPool=<pool> and adds the pool's selector to spec.nodeSelector. Invalid when the Pod
 // already selects another value for one of the selector's keys (it could never run there).
@@ -110,7 +121,10 @@ bool podPinnedTo(const nlohmann::json& pod, const NodeSelector& selector);
 // other consumers' grants): pool i gets grantFor(requested_i, budget, othersGranted + grants
 // of pools 0..i-1, config, {nodeShare of its matching nodes, grants of pools 0..i-1}), so
 // the sum over pools and consumers never exceeds the budget and the per-consumer cap holds
-// for the pools together. `summaryOf` gives the summary of a pool's matching nodes. A pool
+// for the pools together. `summaryOf` gives the summary of a pool's matching nodes in the
+// budget's terms: without the Pods that run for consumers (ProviderCapacity::poolSummary),
+// which their grants, already taken from `budget`, cover; counting them too would shrink a
+// pool's share by the consumer's own Pods each time its pools are granted again. A pool
 // with an invalid or repeated name, no matching node, or nothing to lend is refused (zero
 // grant, reason and message).
 std::vector<PoolGrant> grantPools(const std::vector<PoolSpec>& pools, const ResourceMap& budget,

@@ -175,6 +175,13 @@ ProviderSummary ProviderService::poolSummary(const NodeSelector& selector) {
   return capacity_.poolSummary(selector);
 }
 
+ProviderSummary ProviderService::poolSummaryFor(const std::string& consumerId,
+                                                const std::string& pool,
+                                                const NodeSelector& selector) {
+  if (!capacity_.hasSynced()) (void)capacity_.waitForSync(std::chrono::seconds(2));
+  return capacity_.poolSummaryFor(selector, consumerId, pool);
+}
+
 kube::Result<std::vector<PoolGrant>> ProviderService::computePoolGrants(
     const std::string& consumerId, const std::vector<PoolSpec>& pools) {
   kube::Result<ResourceMap> budget = currentBudget();
@@ -184,6 +191,12 @@ kube::Result<std::vector<PoolGrant>> ProviderService::computePoolGrants(
 }
 
 std::map<std::string, ResourceMap> ProviderService::usedByPool(const std::string& consumerId) {
+  if (capacity_.hasSynced()) return capacity_.usedByPool(consumerId);
+  return listUsedByPool(consumerId);
+}
+
+std::map<std::string, ResourceMap> ProviderService::listUsedByPool(
+    const std::string& consumerId) {
   std::map<std::string, ResourceMap> out;
   kube::ListOptions opts;
   opts.labelSelector =
@@ -445,7 +458,10 @@ kube::Status ProviderService::heartbeat(const Caller& caller, const v1::Heartbea
     std::map<std::string, ResourceMap> poolUsed = usedByPool(caller.clusterId);
     for (PoolGrant g : c.poolGrants) {
       if (g.refusedReason.empty() || g.refusedReason == "NothingToLend") {
-        g.summary = poolSummary(poolFor(c.pools, g.name));  // current free of its nodes
+        // What the provider and the other consumers leave on its nodes: as for the
+        // peering's summary above, the caller's own Pods of the pool are covered by the
+        // pool's grant.
+        g.summary = poolSummaryFor(caller.clusterId, g.name, poolFor(c.pools, g.name));
       }
       g.used = poolUsed[g.name];
       for (const char* r : {"cpu", "memory", "pods"}) g.used.try_emplace(r);
@@ -679,7 +695,8 @@ kube::Status ProviderService::checkPool(const std::string& consumerId, const jso
     return refuse("the pod is not pinned to the nodes of pool " + pool +
                   " (spec.nodeSelector must carry its node selector)");
   }
-  ResourceMap used = usedByPool(consumerId)[pool];
+  // Listed, not from the watch: the admission must see the Pods created just before.
+  ResourceMap used = listUsedByPool(consumerId)[pool];
   ResourceMap asked = podRequests(json::array({pod}));
   for (const auto& [name, q] : asked) {
     if (q.isZero()) continue;

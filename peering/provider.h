@@ -151,10 +151,19 @@ class ProviderService final : public PeeringHandler {
   kube::Result<std::vector<PoolGrant>> computePoolGrants(const std::string& consumerId,
                                                          const std::vector<PoolSpec>& pools)
       REQUIRES(mu_);
-  // The summary of the nodes `selector` matches (from the capacity watches).
+  // The summary of the nodes `selector` matches (from the capacity watches) without the
+  // Pods that run for consumers: what a pool's grant is taken from.
   ProviderSummary poolSummary(const NodeSelector& selector);
-  // What the consumer's Pods of each pool request (by the kLabelPool label).
+  // The summary `consumerId` receives for its pool `pool` (nodes `selector` matches): every
+  // Pod on those nodes counted but the consumer's own of that pool
+  // (ProviderCapacity::poolSummaryFor).
+  ProviderSummary poolSummaryFor(const std::string& consumerId, const std::string& pool,
+                                 const NodeSelector& selector);
+  // What the consumer's Pods of each pool request (by the kLabelPool label), from the
+  // capacity watches once they have synced, else listed.
   std::map<std::string, ResourceMap> usedByPool(const std::string& consumerId);
+  // The same from a LIST of the consumer's Pods.
+  std::map<std::string, ResourceMap> listUsedByPool(const std::string& consumerId);
   kube::Result<std::string> upsertForeignCluster(const std::string& consumerId,
                                                  const std::string& consumerName,
                                                  const ResourceMap& requested,

@@ -45,20 +45,26 @@ void addTo(std::map<std::string, ResourceMap>& byNode, const std::string& node,
   used = addResources(used, requests);
 }
 
-void subtractFrom(std::map<std::string, ResourceMap>& byNode, const std::string& nodeName,
-                  const ResourceMap& requests) {
-  auto node = byNode.find(nodeName);
-  if (node == byNode.end()) return;
+// `used` minus `requests`, dropping each resource that reaches zero (so that a sum whose Pods
+// are all gone is empty).
+void takeAway(ResourceMap& used, const ResourceMap& requests) {
   for (const auto& [name, q] : requests) {
-    auto it = node->second.find(name);
-    if (it == node->second.end()) continue;
+    auto it = used.find(name);
+    if (it == used.end()) continue;
     kube::Result<kube::Quantity> left = it->second.sub(q);
     if (!left.ok() || left->sign() <= 0) {
-      node->second.erase(it);
+      used.erase(it);
     } else {
       it->second = *left;
     }
   }
+}
+
+void subtractFrom(std::map<std::string, ResourceMap>& byNode, const std::string& nodeName,
+                  const ResourceMap& requests) {
+  auto node = byNode.find(nodeName);
+  if (node == byNode.end()) return;
+  takeAway(node->second, requests);
   if (node->second.empty()) byNode.erase(node);
 }
 
@@ -109,11 +115,12 @@ void ProviderCapacity::slimPod(json& pod) {
   json meta = json::object();
   const json& m = kube::child(pod, "metadata");
   for (const char* k : {"name", "namespace", "uid", "resourceVersion"}) keep(m, meta, k);
-  // Only the labels that say the Pod runs for a consumer.
+  // Only the labels that say the Pod runs for a consumer, and for which of its pools.
   json labels = json::object();
   if (m.contains("labels") && m["labels"].is_object()) {
     const json& all = m["labels"];
-    for (std::string_view k : {kLabelOriginClusterId, kLabelRemoteCluster, kLabelManagedBy}) {
+    for (std::string_view k :
+         {kLabelOriginClusterId, kLabelRemoteCluster, kLabelManagedBy, kLabelPool}) {
       auto it = all.find(std::string(k));
       if (it != all.end()) labels[std::string(k)] = *it;
     }
@@ -171,8 +178,19 @@ bool ProviderCapacity::waitForSync(std::chrono::milliseconds timeout) const {
 }
 
 void ProviderCapacity::subtractLocked(const PodEntry& e) {
-  subtractFrom(usedByNode_, e.node, e.requests);
-  if (!e.forConsumer) subtractFrom(ownUsedByNode_, e.node, e.requests);
+  if (!e.node.empty()) {
+    subtractFrom(usedByNode_, e.node, e.requests);
+    if (!e.forConsumer) subtractFrom(ownUsedByNode_, e.node, e.requests);
+  }
+  if (e.pool.empty()) return;
+  auto consumer = poolUse_.find(e.consumer);
+  if (consumer == poolUse_.end()) return;
+  auto pool = consumer->second.find(e.pool);
+  if (pool == consumer->second.end()) return;
+  takeAway(pool->second.total, e.requests);
+  if (!e.node.empty()) subtractFrom(pool->second.byNode, e.node, e.requests);
+  if (pool->second.total.empty() && pool->second.byNode.empty()) consumer->second.erase(pool);
+  if (consumer->second.empty()) poolUse_.erase(consumer);
 }
 
 void ProviderCapacity::setLocked(const std::string& key, PodEntry e) {
@@ -181,10 +199,18 @@ void ProviderCapacity::setLocked(const std::string& key, PodEntry e) {
     subtractLocked(it->second);
     podsByKey_.erase(it);
   }
-  if (e.node.empty()) return;  // not bound: counts on no node
+  // Not bound and of no pool (or terminal): counts nowhere.
+  if (e.node.empty() && (e.pool.empty() || e.requests.empty())) return;
   if (!e.requests.empty()) {
-    addTo(usedByNode_, e.node, e.requests);
-    if (!e.forConsumer) addTo(ownUsedByNode_, e.node, e.requests);
+    if (!e.node.empty()) {
+      addTo(usedByNode_, e.node, e.requests);
+      if (!e.forConsumer) addTo(ownUsedByNode_, e.node, e.requests);
+    }
+    if (!e.pool.empty()) {
+      PoolUse& use = poolUse_[e.consumer][e.pool];
+      use.total = addResources(use.total, e.requests);
+      if (!e.node.empty()) addTo(use.byNode, e.node, e.requests);
+    }
   }
   podsByKey_.emplace(key, std::move(e));
 }
@@ -192,8 +218,13 @@ void ProviderCapacity::setLocked(const std::string& key, PodEntry e) {
 void ProviderCapacity::observePod(const json& pod) {
   PodEntry e;
   e.node = kube::stringOf(kube::child(pod, "spec"), "nodeName");
-  if (!e.node.empty()) e.requests = podRequests(json::array({pod}));  // terminal: none
   e.forConsumer = runsForAConsumer(pod);
+  const json& labels = kube::child(kube::child(pod, "metadata"), "labels");
+  e.consumer = kube::stringOf(labels, std::string(kLabelOriginClusterId).c_str());
+  if (!e.consumer.empty()) e.pool = kube::stringOf(labels, std::string(kLabelPool).c_str());
+  if (!e.node.empty() || !e.pool.empty()) {
+    e.requests = podRequests(json::array({pod}));  // terminal: none
+  }
   base::MutexLock lock(mu_);
   setLocked(kube::objectKey(pod), std::move(e));
 }
@@ -224,6 +255,33 @@ ProviderSummary ProviderCapacity::poolSummary(const NodeSelector& selector) cons
   return summarizePool(items, ownUsedByNode_, selector);
 }
 
+ProviderSummary ProviderCapacity::poolSummaryFor(const NodeSelector& selector,
+                                                 const std::string& consumerId,
+                                                 const std::string& pool) const {
+  std::vector<kube::ObjectPtr> nodes = nodes_->cache().list();
+  json items = json::array();
+  for (const kube::ObjectPtr& n : nodes) {
+    if (selectorMatches(selector, kube::getLabels(*n))) items.push_back(*n);
+  }
+  static const std::map<std::string, ResourceMap> kNone;
+  base::MutexLock lock(mu_);
+  const std::map<std::string, ResourceMap>* mine = &kNone;
+  if (auto c = poolUse_.find(consumerId); c != poolUse_.end()) {
+    if (auto p = c->second.find(pool); p != c->second.end()) mine = &p->second.byNode;
+  }
+  return summarizePoolForCaller(items, usedByNode_, *mine, selector);
+}
+
+std::map<std::string, ResourceMap> ProviderCapacity::usedByPool(
+    const std::string& consumerId) const {
+  std::map<std::string, ResourceMap> out;
+  base::MutexLock lock(mu_);
+  auto c = poolUse_.find(consumerId);
+  if (c == poolUse_.end()) return out;
+  for (const auto& [pool, use] : c->second) out[pool] = use.total;
+  return out;
+}
+
 ResourceMap ProviderCapacity::freeAllocatable() const {
   std::vector<kube::ObjectPtr> nodes = nodes_->cache().list();
   ResourceMap alloc, used;
@@ -234,13 +292,7 @@ ResourceMap ProviderCapacity::freeAllocatable() const {
     auto u = ownUsedByNode_.find(kube::getName(*n));
     if (u != ownUsedByNode_.end()) used = addResources(used, u->second);
   }
-  for (const auto& [k, v] : used) {
-    auto it = alloc.find(k);
-    if (it == alloc.end()) continue;
-    kube::Result<kube::Quantity> left = it->second.sub(v);
-    it->second = left.ok() && left->sign() > 0 ? *left : kube::Quantity();
-  }
-  return alloc;
+  return subtractResources(alloc, used);
 }
 
 size_t ProviderCapacity::podCount() const {

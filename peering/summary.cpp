@@ -48,12 +48,7 @@ ProviderSummary summarizeProviderUsage(const json& nodes,
     ResourceMap free = freeAllocatable(json::array({node}), json::array());
     if (free.empty()) continue;  // not Ready or unschedulable
     if (auto used = usedByNode.find(name); used != usedByNode.end()) {
-      for (const auto& [k, v] : used->second) {
-        auto it = free.find(k);
-        if (it == free.end()) continue;
-        kube::Result<kube::Quantity> left = it->second.sub(v);
-        it->second = left.ok() && left->sign() > 0 ? *left : kube::Quantity();
-      }
+      free = subtractResources(free, used->second);
     }
     s.pooledFree = addResources(s.pooledFree, free);
     auto labels = kube::getLabels(node);
@@ -71,6 +66,17 @@ ProviderSummary summarizeProviderUsage(const json& nodes,
                      return cpuOf(b.free) < cpuOf(a.free);
                    });
   return s;
+}
+
+ResourceMap subtractResources(const ResourceMap& a, const ResourceMap& b) {
+  ResourceMap out = a;
+  for (const auto& [k, v] : b) {
+    auto it = out.find(k);
+    if (it == out.end()) continue;
+    kube::Result<kube::Quantity> left = it->second.sub(v);
+    it->second = left.ok() && left->sign() > 0 ? *left : kube::Quantity();
+  }
+  return out;
 }
 
 void resourcesToProto(const ResourceMap& r, v1::ResourceList* out) {

@@ -43,6 +43,9 @@ ProviderSummary summarizeProvider(const nlohmann::json& nodes, const nlohmann::j
 ProviderSummary summarizeProviderUsage(const nlohmann::json& nodes,
                                        const std::map<std::string, ResourceMap>& usedByNode);
 
+// a - b per resource of `a`, never below zero (a resource only in `b` is ignored).
+ResourceMap subtractResources(const ResourceMap& a, const ResourceMap& b);
+
 // Wire form (HeartbeatResponse.summary). fromProto drops quantities that do not parse or
 // are negative (input from the network).
 void summaryToProto(const ProviderSummary& s, v1::ProviderSummary* out);

@@ -128,6 +128,50 @@ TEST(PoolsTest, PoolSummaryCountsMatchingNodesAndTheirUniformLabels) {
   EXPECT_TRUE(summarizePool(nodes, used, {{"zone", "c"}}).nodes.empty());
 }
 
+// Two consumers share the GPU nodes: each one's pool summary counts the provider's own Pods
+// and the other consumer's as used and gives back only its own Pods of that pool (on the node
+// they run on), so a lone consumer sees the nodes' whole free however much of it its Pods use.
+TEST(PoolsTest, APoolSummaryCountsTheOtherConsumersPodsAndGivesBackTheCallersOwn) {
+  json nodes = json::array({node("cpu-1", "8", "", {}),
+                            node("gpu-1", "4", "2", {{"strait.io/test-gpu", "true"}}),
+                            node("gpu-2", "4", "2", {{"strait.io/test-gpu", "true"}})});
+  const NodeSelector gpu = {{"strait.io/test-gpu", "true"}};
+  // gpu-1: the provider's own Pod (500m), consumer A's (1 CPU, 1 GPU) and B's (2 CPU);
+  // gpu-2: B's (1 CPU, 1 GPU); cpu-1: A's Pod of another pool (3 CPU).
+  const ResourceMap own = res("cpu=500m,pods=1"), a1 = res("cpu=1,nvidia.com/gpu=1,pods=1"),
+                    b1 = res("cpu=2,pods=1"), b2 = res("cpu=1,nvidia.com/gpu=1,pods=1");
+  std::map<std::string, ResourceMap> all = {
+      {"gpu-1", addResources(own, addResources(a1, b1))},
+      {"gpu-2", b2},
+      {"cpu-1", res("cpu=3,pods=1")}};
+  auto cpuOf = [](const ProviderSummary& s, const std::string& name) {
+    for (const ProviderNodeFree& n : s.nodes) {
+      if (n.name == name) return n.free.at("cpu").toString();
+    }
+    return std::string("absent");
+  };
+
+  ProviderSummary forA = summarizePoolForCaller(nodes, all, {{"gpu-1", a1}}, gpu);
+  ASSERT_EQ(forA.nodes.size(), 2u);
+  EXPECT_EQ(cpuOf(forA, "gpu-1"), "1500m");  // 4 - 500m (provider) - 2 (B)
+  EXPECT_EQ(cpuOf(forA, "gpu-2"), "3");      // 4 - 1 (B)
+  EXPECT_EQ(forA.pooledFree.at("cpu").toString(), "4500m");
+  EXPECT_EQ(forA.pooledFree.at("nvidia.com/gpu").toString(), "3");  // B's GPU counted, A's not
+
+  ProviderSummary forB = summarizePoolForCaller(nodes, all, {{"gpu-1", b1}, {"gpu-2", b2}}, gpu);
+  EXPECT_EQ(cpuOf(forB, "gpu-1"), "2500m");  // 4 - 500m (provider) - 1 (A)
+  EXPECT_EQ(cpuOf(forB, "gpu-2"), "4");
+  EXPECT_EQ(forB.pooledFree.at("nvidia.com/gpu").toString(), "3");  // A's GPU counted
+
+  // A lone consumer whose Pods fill a node still sees the node's whole free.
+  std::map<std::string, ResourceMap> lone = {{"gpu-1", res("cpu=4,nvidia.com/gpu=2,pods=2")}};
+  ProviderSummary alone = summarizePoolForCaller(nodes, lone, lone, gpu);
+  EXPECT_EQ(alone.pooledFree.at("cpu").toString(), "8");
+  EXPECT_EQ(alone.pooledFree.at("nvidia.com/gpu").toString(), "4");
+  // Without Pods of its own, a consumer sees what every Pod leaves (summarizePool).
+  EXPECT_EQ(summarizePoolForCaller(nodes, all, {}, gpu), summarizePool(nodes, all, gpu));
+}
+
 TEST(PoolsTest, GrantsAcrossPoolsAndConsumersNeverExceedTheBudget) {
   PolicyConfig cfg;  // share 0.5
   json nodes = json::array({node("cpu-1", "16", "", {}),
