@@ -303,6 +303,9 @@ int main(int argc, char** argv) {
   app.add_flag("--with-10k", compare10k, "--compare: add a Deployment of 10,000 replicas");
   app.add_option("--perf-dir", cf.perfDir,
                  "--compare: perf record both API servers and agents into this directory");
+  app.add_option("--perf-event", cf.perfEvent,
+                 "--compare: with --perf-dir, record this perf event (e.g. sched:sched_switch) "
+                 "instead of CPU samples");
   app.add_option("--consumer-agent-arg", cf.consumerAgentArgs,
                  "--compare: extra flag for the consumer agent (repeatable)")
       ->allow_extra_args(false);

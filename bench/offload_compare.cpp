@@ -3,11 +3,13 @@
 
 #include <signal.h>
 
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 #include "bench/bench_client.h"
 #include "bench/proc_stats.h"
@@ -87,16 +89,22 @@ std::vector<std::string> providerArgs(int nodes, uint16_t metricsPort) {
 // `perf record` on a set of processes for the duration of one offloaded run.
 class PerfSet {
  public:
-  void start(const std::string& dir, const std::string& tag,
+  // `event` empty: CPU samples at 199 Hz; else that perf event (e.g. sched:sched_switch).
+  void start(const std::string& dir, const std::string& event, const std::string& tag,
              const std::vector<std::pair<std::string, pid_t>>& targets) {
     if (dir.empty()) return;
     for (const auto& [name, pid] : targets) {
       auto p = std::make_unique<e2e::BackgroundProcess>();
       std::string base = dir + "/" + tag + "-" + name;
       std::string err;
-      if (!p->start({"perf", "record", "-q", "-F", "199", "-g", "-p", std::to_string(pid), "-o",
-                     base + ".data"},
-                    {}, base + ".out", base + ".err", &err)) {
+      std::vector<std::string> args = {"perf", "record", "-q", "-g", "-p", std::to_string(pid),
+                                       "-o", base + ".data"};
+      if (event.empty()) {
+        args.insert(args.end(), {"-F", "199"});
+      } else {
+        args.insert(args.end(), {"-e", event});
+      }
+      if (!p->start(args, {}, base + ".out", base + ".err", &err)) {
         std::fprintf(stderr, "offload_bench --compare: perf on %s: %s\n", name.c_str(),
                      err.c_str());
         continue;
@@ -193,8 +201,15 @@ int runOffloadCompare(const CompareFlags& f) {
     auto p0 = apiRequestCounts("127.0.0.1:" + std::to_string(pm));
     const double ca0 = cpuSeconds(consumerAgent.pid()), pa0 = cpuSeconds(providerAgent.pid());
     const double cs0 = cpuSeconds(consumer.pid()), ps0 = cpuSeconds(provider.pid());
+    const std::vector<std::pair<std::string, pid_t>> procs = {
+        {"consumer_agent", consumerAgent.pid()},
+        {"provider_agent", providerAgent.pid()},
+        {"consumer_apiserver", consumer.pid()},
+        {"provider_apiserver", provider.pid()}};
+    std::vector<std::map<pid_t, ThreadSwitches>> sw0;
+    for (const auto& [what, pid] : procs) sw0.push_back(threadContextSwitches(pid));
     PerfSet perf;
-    perf.start(f.perfDir, std::to_string(n),
+    perf.start(f.perfDir, f.perfEvent, std::to_string(n),
                {{"consumer-apiserver", consumer.pid()},
                 {"provider-apiserver", provider.pid()},
                 {"consumer-agent", consumerAgent.pid()},
@@ -204,6 +219,21 @@ int runOffloadCompare(const CompareFlags& f) {
     perf.stop();
     const double ca1 = cpuSeconds(consumerAgent.pid()), pa1 = cpuSeconds(providerAgent.pid());
     const double cs1 = cpuSeconds(consumer.pid()), ps1 = cpuSeconds(provider.pid());
+    // Context switches per offloaded Pod of each process, and of the consumer agent's
+    // threads by name (the hand-offs the Pods cost it).
+    json switchesPerPod = json::object();
+    json agentSwitchesByThread = json::object();
+    for (size_t i = 0; i < procs.size(); ++i) {
+      std::map<std::string, long long> d =
+          contextSwitchesBetween(sw0[i], threadContextSwitches(procs[i].second));
+      switchesPerPod[procs[i].first] = std::round(static_cast<double>(d["all"]) / n * 10) / 10;
+      if (i != 0) continue;
+      for (const auto& [thread, count] : d) {
+        if (thread != "all" && count >= n / 10) {
+          agentSwitchesByThread[thread] = std::round(static_cast<double>(count) / n * 10) / 10;
+        }
+      }
+    }
     auto c1 = apiRequestCounts("127.0.0.1:" + std::to_string(cm));
     auto p1 = apiRequestCounts("127.0.0.1:" + std::to_string(pm));
     if (offloadS < 0) {
@@ -239,6 +269,8 @@ int runOffloadCompare(const CompareFlags& f) {
                 {"provider_agent_cpu_s", pa1 - pa0},
                 {"consumer_apiserver_cpu_s", cs1 - cs0},
                 {"provider_apiserver_cpu_s", ps1 - ps0},
+                {"context_switches_per_pod", switchesPerPod},
+                {"consumer_agent_switches_per_pod_by_thread", agentSwitchesByThread},
                 {"consumer_agent_rss_mib", procStatusKiB(consumerAgent.pid(), "VmRSS") / 1024.0},
                 {"provider_agent_rss_mib", procStatusKiB(providerAgent.pid(), "VmRSS") / 1024.0},
                 {"consumer_requests_per_pod", perPod(c0, c1)},

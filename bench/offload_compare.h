@@ -6,8 +6,10 @@
 // (real `strait agent`s, `strait peer`, `strait offload namespace`). Prints both times, their
 // ratio (aim <= 1.5x) and the offloaded Pods/s (aim >= 300), and the API requests each side's
 // server answered per offloaded Pod, by verb and resource (apiserver_request_total from
-// --metrics-listen, the benchmark's own polling subtracted). With `perfDir` set, `perf record`
-// samples both API servers and both agents during each offloaded run into that directory.
+// --metrics-listen, the benchmark's own polling subtracted), and the CPU seconds and context
+// switches of both API servers and both agents during the offloaded run (switches per Pod,
+// and the consumer agent's by thread name). With `perfDir` set, `perf record` samples both
+// API servers and both agents during each offloaded run into that directory.
 //
 // Runs in the calling thread; starts and stops its own processes.
 
@@ -22,6 +24,7 @@ struct CompareFlags {
   int providerNodes = 25;
   int timeoutSeconds = 900;       // per Deployment
   std::string perfDir;            // empty: no perf
+  std::string perfEvent;          // perf's -e (e.g. sched:sched_switch); empty: CPU samples
   std::vector<std::string> consumerAgentArgs;  // extra `strait agent` flags (consumer)
   bool json = false;
 };

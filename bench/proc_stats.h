@@ -1,6 +1,7 @@
 #pragma once
 // Small /proc readers and helpers shared by the benchmarks that start processes: the load
-// average, a process's RSS and CPU seconds, a free loopback port, a metrics scrape.
+// average, a process's RSS, CPU seconds and context switches, a free loopback port, a
+// metrics scrape.
 // Thread-safe (no state).
 
 #include <arpa/inet.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -51,6 +53,56 @@ inline double cpuSeconds(pid_t pid) {
     if (i == 15) stime = std::stoull(field);
   }
   return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Context switches (voluntary + involuntary) of each live thread of a process: tid ->
+// (thread name, switches), from /proc/<pid>/task/<tid>/{status,comm}. Threads that already
+// exited are not in it (unlike CPU seconds, the kernel keeps no total of theirs). Empty
+// when the process is gone.
+struct ThreadSwitches {
+  std::string name;
+  long long switches = 0;
+};
+inline std::map<pid_t, ThreadSwitches> threadContextSwitches(pid_t pid) {
+  std::map<pid_t, ThreadSwitches> out;
+  if (pid <= 0) return out;
+  std::error_code ec;
+  const std::filesystem::path dir = "/proc/" + std::to_string(pid) + "/task";
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string tidText = entry.path().filename().string();
+    ThreadSwitches t;
+    std::ifstream comm(entry.path() / "comm");
+    std::getline(comm, t.name);
+    std::ifstream status(entry.path() / "status");
+    std::string line;
+    bool any = false;
+    while (std::getline(status, line)) {
+      for (const char* field : {"voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:"}) {
+        if (line.rfind(field, 0) == 0) {
+          t.switches += std::stoll(line.substr(std::char_traits<char>::length(field)));
+          any = true;
+        }
+      }
+    }
+    if (any) out[static_cast<pid_t>(std::stol(tidText))] = std::move(t);
+  }
+  return out;
+}
+
+// Switches between two snapshots of threadContextSwitches, summed by thread name (threads
+// born in between count from zero), and their total under "all".
+inline std::map<std::string, long long> contextSwitchesBetween(
+    const std::map<pid_t, ThreadSwitches>& before, const std::map<pid_t, ThreadSwitches>& after) {
+  std::map<std::string, long long> out;
+  long long all = 0;
+  for (const auto& [tid, t] : after) {
+    auto it = before.find(tid);
+    const long long d = t.switches - (it == before.end() ? 0 : it->second.switches);
+    out[t.name] += d;
+    all += d;
+  }
+  out["all"] = all;
+  return out;
 }
 
 // A loopback port free at the time of the call (0 when none could be bound).

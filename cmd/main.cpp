@@ -6,6 +6,7 @@
 
 #include "cmd/cli_util.h"
 #include "cmd/commands.h"
+#include "kube/client.h"
 
 namespace {
 
@@ -33,6 +34,9 @@ std::string commandWord(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace strait::cmd;
+  // One thread runs the HTTP clients' I/O: handlers run one after the other instead of
+  // waking an idle thread each (kube/client.h).
+  (void)strait::kube::setHttpIoThreads(1);
   CLI::App app{"strait: borrow another Kubernetes cluster's capacity through a virtual node"};
   app.name("strait");
   app.require_subcommand(1);

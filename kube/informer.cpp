@@ -12,6 +12,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <pthread.h>
+
 #include <random>
 
 namespace strait::kube {
@@ -244,6 +246,7 @@ Status Informer::watchOnce(std::stop_token stop, bool& needRelist) {
 }
 
 void Informer::run(std::stop_token stop) {
+  pthread_setname_np(pthread_self(), "informer");  // names it in top -H, perf, /proc
   static thread_local std::mt19937 rng(std::random_device{}());
   bool needRelist = true;
   int failures = 0;

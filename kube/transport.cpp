@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cpprest/http_client.h>
+#include <pplx/threadpool.h>
 
 #include <mutex>
 #include <optional>
@@ -17,6 +18,7 @@
 
 #include "base/thread_annotations.h"
 #include "kube/api_error.h"
+#include "kube/client.h"
 
 namespace strait::kube {
 namespace {
@@ -92,6 +94,20 @@ std::string handshakeFailure(const std::string& server, const std::string& expec
       return msg + "the server's certificate did not verify" + detail;
   }
 }
+
+}  // namespace
+
+Status setHttpIoThreads(size_t threads) {
+  if (threads == 0) return makeError(Code::Invalid, "HTTP I/O threads must be positive");
+  try {
+    crossplat::threadpool::initialize_with_threads(threads);
+  } catch (const std::exception& e) {
+    return makeError(Code::Invalid, std::string("HTTP I/O threads: ") + e.what());
+  }
+  return Status::OK();
+}
+
+namespace {
 
 class CppRestTransport : public Transport {
  public:

@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <pthread.h>
+
 #include <algorithm>
 
 namespace strait::kube {
@@ -26,6 +28,7 @@ void WorkerPool::stop() {
 }
 
 void WorkerPool::work() {
+  pthread_setname_np(pthread_self(), opts_.name.substr(0, 15).c_str());  // the kernel's limit
   while (std::optional<std::string> key = queue_.get()) {
     if (queue_.shuttingDown()) {  // stopping: what is still queued is dropped
       queue_.done(*key);

@@ -12,12 +12,23 @@ WorkQueue::WorkQueue(WorkQueueOptions opts)
       bucket_(opts_.qps, opts_.burst,
               opts_.clock ? TokenBucket::Clock(opts_.clock) : TokenBucket::Clock()) {}
 
-void WorkQueue::addLocked(const std::string& key) {
+bool WorkQueue::wakeIdleLocked() {
+  if (idle_ <= signaled_) return false;
+  ++signaled_;
+  cv_.notify_one();
+  return true;
+}
+
+void WorkQueue::wakeOneLocked() {
+  if (!wakeIdleLocked() && timerArmed_) timerCv_.notify_one();
+}
+
+void WorkQueue::addLocked(const std::string& key, bool wake) {
   if (shuttingDown_ || dirty_.count(key)) return;
   dirty_.insert(key);
   if (processing_.count(key)) return;  // queued again at done()
   queue_.push_back(key);
-  cv_.notify_one();
+  if (wake) wakeOneLocked();
 }
 
 void WorkQueue::add(const std::string& key) {
@@ -46,7 +57,13 @@ void WorkQueue::addAfter(const std::string& key, std::chrono::nanoseconds delay)
   }
   delayed_.emplace(at, key);
   delayedAt_[key] = at;
-  cv_.notify_all();  // a waiting get() may need to wake earlier
+  // The get() sleeping until a later key must wake earlier; with none sleeping so, an idle
+  // one takes that role (busy workers look at the delayed keys when they come back).
+  if (timerArmed_) {
+    if (at < timerAt_) timerCv_.notify_one();
+  } else {
+    wakeIdleLocked();
+  }
 }
 
 std::chrono::nanoseconds WorkQueue::when(const std::string& key) {
@@ -80,7 +97,7 @@ void WorkQueue::promoteDelayedLocked(TimePoint t) {
     std::string key = delayed_.begin()->second;
     delayed_.erase(delayed_.begin());
     delayedAt_.erase(key);
-    addLocked(key);
+    addLocked(key, false);
   }
 }
 
@@ -90,19 +107,35 @@ std::optional<std::string> WorkQueue::get() {
     if (!shuttingDown_) promoteDelayedLocked(now());
     if (!queue_.empty()) break;  // keys queued before a shutdown are still handed out
     if (shuttingDown_) return std::nullopt;
-    if (delayed_.empty()) {
-      cv_.wait(lock);
-    } else if (opts_.clock) {
+    if (!delayed_.empty() && opts_.clock) {
       // An injected clock does not advance with real time: poll briefly.
+      ++idle_;
       cv_.wait_for(lock, 1ms);
+      --idle_;
+      if (signaled_ > 0) --signaled_;
+    } else if (!delayed_.empty() && !timerArmed_) {
+      // The one get() that sleeps until the earliest delayed key is due.
+      timerArmed_ = true;
+      timerAt_ = delayed_.begin()->first;
+      timerCv_.wait_until(lock, timerAt_);
+      timerArmed_ = false;
     } else {
-      cv_.wait_until(lock, delayed_.begin()->first);
+      ++idle_;
+      cv_.wait(lock);
+      --idle_;
+      if (signaled_ > 0) --signaled_;
     }
+    ++wakeups_;
   }
   std::string key = std::move(queue_.front());
   queue_.pop_front();
   dirty_.erase(key);
   processing_.insert(key);
+  // What this thread leaves behind: keys nobody was woken for yet (e.g. several delayed
+  // ones due at once), and the timer role it may have held.
+  while (queue_.size() > static_cast<size_t>(signaled_) && wakeIdleLocked()) {
+  }
+  if (!delayed_.empty() && !timerArmed_ && !opts_.clock) wakeIdleLocked();
   return key;
 }
 
@@ -111,14 +144,19 @@ void WorkQueue::done(const std::string& key) {
   processing_.erase(key);
   if (dirty_.count(key)) {
     queue_.push_back(key);
-    cv_.notify_one();
+    wakeOneLocked();
   }
-  if (processing_.empty() && queue_.empty()) cv_.notify_all();  // a drain may be waiting
+  if (processing_.empty() && queue_.empty()) drainCv_.notify_all();
 }
 
 size_t WorkQueue::len() const {
   base::MutexLock lock(mu_);
   return queue_.size();
+}
+
+uint64_t WorkQueue::wakeups() const {
+  base::MutexLock lock(mu_);
+  return wakeups_;
 }
 
 size_t WorkQueue::pending() const {
@@ -133,13 +171,15 @@ void WorkQueue::shutDown() {
   base::MutexLock lock(mu_);
   shuttingDown_ = true;
   cv_.notify_all();
+  timerCv_.notify_all();
 }
 
 void WorkQueue::shutDownWithDrain() {
   base::UniqueLock lock(mu_);
   shuttingDown_ = true;  // no new work is handed out or accepted
   cv_.notify_all();
-  while (!(processing_.empty() && queue_.empty())) cv_.wait(lock);
+  timerCv_.notify_all();
+  while (!(processing_.empty() && queue_.empty())) drainCv_.wait(lock);
 }
 
 bool WorkQueue::shuttingDown() const {

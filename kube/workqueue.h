@@ -12,10 +12,13 @@
 //    returns nullopt once none is left; shutDownWithDrain() also waits until the queue is
 //    empty and every key handed out is done().
 //
-// Thread-safe. No background thread: delayed keys become ready inside get(). The clock is
-// injectable for tests.
+// Thread-safe. No background thread: delayed keys become ready inside get(). Of the idle
+// threads blocked in get(), one at most sleeps until the earliest delayed key is due; the
+// others sleep until a key is added, and one add wakes one of them: a pool of idle workers
+// costs one wake-up per key, not one per worker. The clock is injectable for tests.
 
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -69,6 +72,9 @@ class WorkQueue {
   size_t len() const;
   // Keys waiting, delayed or being processed, each counted once (tests: wait until idle).
   size_t pending() const;
+  // How many times a thread blocked in get() woke up (tests: idle workers are not woken
+  // for nothing).
+  uint64_t wakeups() const;
   // Stops accepting keys (delayed ones are dropped); get() returns nullopt once the queue
   // is empty. Idempotent.
   void shutDown();
@@ -80,14 +86,29 @@ class WorkQueue {
  private:
   using TimePoint = std::chrono::steady_clock::time_point;
   TimePoint now() const { return opts_.clock ? opts_.clock() : std::chrono::steady_clock::now(); }
-  void addLocked(const std::string& key) REQUIRES(mu_);
+  // Queues `key` (see add()); `wake`: wakes a get() for it.
+  void addLocked(const std::string& key, bool wake = true) REQUIRES(mu_);
+  // Queues the delayed keys due at `now`, waking no one (the caller takes one and wakes
+  // others for the rest).
   void promoteDelayedLocked(TimePoint now) REQUIRES(mu_);
+  // Wakes one thread blocked in get() for a key just queued: an idle one not notified yet,
+  // else the timer.
+  void wakeOneLocked() REQUIRES(mu_);
+  // Wakes an idle get() not notified yet; false when there is none.
+  bool wakeIdleLocked() REQUIRES(mu_);
 
   const WorkQueueOptions opts_;
   TokenBucket bucket_;
 
   mutable base::Mutex mu_;
-  std::condition_variable_any cv_;
+  std::condition_variable_any cv_;       // idle get()s: a key was queued, or shutdown
+  std::condition_variable_any timerCv_;  // the get() sleeping until the earliest delayed key
+  std::condition_variable_any drainCv_;  // shutDownWithDrain(): the queue may be drained
+  int idle_ GUARDED_BY(mu_) = 0;         // get()s blocked on cv_
+  int signaled_ GUARDED_BY(mu_) = 0;     // of them, notified and not yet awake
+  bool timerArmed_ GUARDED_BY(mu_) = false;  // a get() is blocked on timerCv_
+  TimePoint timerAt_ GUARDED_BY(mu_);        // ... until then
+  uint64_t wakeups_ GUARDED_BY(mu_) = 0;
   std::deque<std::string> queue_ GUARDED_BY(mu_);
   std::set<std::string> dirty_ GUARDED_BY(mu_);
   std::set<std::string> processing_ GUARDED_BY(mu_);

@@ -1,6 +1,7 @@
 // The consumer side of reflection for one peering (see consumer_reflection.h).
 #include "reflection/consumer_reflection.h"
 
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 
 #include <set>
@@ -175,9 +176,7 @@ kube::Status ConsumerReflection::start() {
   auto enqueue = [this](const kube::ObjectPtr& p) {
     (void)reflector_->enqueue("Pod", kube::objectKey(*p));
   };
-  pods_->addHandlers(
-      {enqueue, [enqueue](const kube::ObjectPtr&, const kube::ObjectPtr& n) { enqueue(n); },
-       enqueue});
+  pods_->addHandlers({enqueue, podUpdateHandler(), enqueue});
 
   if (opts_.offloaded) {
     if (kube::Status st = registerServiceKinds(); !st.ok()) return st;
@@ -371,9 +370,7 @@ void ConsumerReflection::syncPoolInformers() {
     auto enqueue = [this](const kube::ObjectPtr& p) {
       (void)reflector_->enqueue("Pod", kube::objectKey(*p));
     };
-    informer->addHandlers(
-        {enqueue, [enqueue](const kube::ObjectPtr&, const kube::ObjectPtr& n) { enqueue(n); },
-         enqueue});
+    informer->addHandlers({enqueue, podUpdateHandler(), enqueue});
     {
       base::MutexLock l(poolMu_);
       poolPods_[node] = informer;
@@ -386,6 +383,16 @@ void ConsumerReflection::syncPoolInformers() {
 bool ConsumerReflection::isVirtualNode(const std::string& nodeName) const {
   if (nodeName == opts_.nodeName) return true;
   return virtualNodes_ && virtualNodes_->cache().get(nodeName) != nullptr;
+}
+
+std::function<void(const kube::ObjectPtr&, const kube::ObjectPtr&)>
+ConsumerReflection::podUpdateHandler() {
+  return [this](const kube::ObjectPtr& before, const kube::ObjectPtr& now) {
+    const std::string key = kube::objectKey(*now);
+    // The echo of a status this agent wrote: the reflector decided with that status already.
+    if (statusWriter_->echoesOwnWrite(key, *before, *now)) return;
+    (void)reflector_->enqueue("Pod", key);
+  };
 }
 
 void ConsumerReflection::enqueueServiceSlices(const std::string& serviceKey) {
@@ -469,7 +476,8 @@ void ConsumerReflection::onProviderEvent(const json& event, const std::string& o
   base::MutexLock l(mu_);
   if (events_.size() >= 1000) events_.pop_front();  // a storm: keep the newest
   events_.emplace_back(event, originUid);
-  cv_.notify_all();
+  // The housekeeper takes every queued Event before it waits again: one wake-up per burst.
+  if (events_.size() == 1) cv_.notify_all();
 }
 
 bool ConsumerReflection::resyncNow() {
@@ -558,6 +566,7 @@ void ConsumerReflection::logCountersIfChanged() {
 }
 
 void ConsumerReflection::housekeeping(std::stop_token stop) {
+  pthread_setname_np(pthread_self(), "vnode-housekeep");
   syncPoolInformers();
   base::UniqueLock l(mu_);
   auto nextCounters = std::chrono::steady_clock::now() + 1s;

@@ -188,6 +188,9 @@ class ConsumerReflection {
   // The Service and EndpointSlice informers and kinds (start(), when opts_.offloaded is set).
   kube::Status registerServiceKinds();
   void enqueueServiceSlices(const std::string& serviceKey);
+  // The Pod informers' onUpdate: queues the Pod unless the update only echoes a status the
+  // status writer wrote.
+  std::function<void(const kube::ObjectPtr&, const kube::ObjectPtr&)> podUpdateHandler();
 
   kube::Client& local_;
   const ConsumerReflectionOptions opts_;

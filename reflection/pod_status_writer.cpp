@@ -192,6 +192,49 @@ std::optional<json> PodStatusWriter::expected(const std::string& key, const json
   return std::nullopt;
 }
 
+bool PodStatusWriter::echoesOwnWrite(const std::string& key, const json& before,
+                                     const json& now) {
+  if (!before.is_object() || !now.is_object()) return false;
+  auto nm = now.find("metadata"), bm = before.find("metadata"), ns = now.find("status");
+  if (nm == now.end() || bm == before.end() || ns == now.end() || !nm->is_object() ||
+      !bm->is_object()) {
+    return false;
+  }
+  const std::string uid = kube::getUid(now);
+  {
+    base::MutexLock l(mu_);
+    auto it = entries_.find(key);
+    if (it == entries_.end() || it->second.uid != uid || uid.empty()) return false;
+    const Entry& e = it->second;
+    if (!(e.inFlight && *e.inFlight == *ns) && !(e.written && *e.written == *ns)) return false;
+  }
+  // Nothing but the status and the versions changed.
+  for (const auto& [k, v] : now.items()) {
+    if (k == "status" || k == "metadata") continue;
+    auto b = before.find(k);
+    if (b == before.end() || *b != v) return false;
+  }
+  for (const auto& [k, v] : before.items()) {
+    if (k != "status" && k != "metadata" && !now.contains(k)) return false;
+  }
+  auto ignored = [](const std::string& k) { return k == "resourceVersion" || k == "managedFields"; };
+  for (const auto& [k, v] : nm->items()) {
+    if (ignored(k)) continue;
+    auto b = bm->find(k);
+    if (b == bm->end() || *b != v) return false;
+  }
+  for (const auto& [k, v] : bm->items()) {
+    if (!ignored(k) && !nm->contains(k)) return false;
+  }
+  base::MutexLock l(mu_);
+  auto it = entries_.find(key);
+  if (it != entries_.end() && it->second.uid == uid && !it->second.wanted &&
+      !it->second.inFlight && it->second.written && *it->second.written == *ns) {
+    entries_.erase(it);  // the cache shows the last write: nothing left to remember
+  }
+  return true;
+}
+
 void PodStatusWriter::forget(const std::string& key) {
   base::MutexLock l(mu_);
   auto it = entries_.find(key);

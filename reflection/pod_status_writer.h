@@ -75,6 +75,14 @@ class PodStatusWriter {
   std::optional<nlohmann::json> expected(const std::string& key, const nlohmann::json& pod);
   // The local Pod `key` is gone: its records are dropped (a write in flight finishes).
   void forget(const std::string& key);
+  // Whether `now`, the informer's update of local Pod `key` from `before`, only echoes a
+  // write of this writer: the same uid, the status being or last written, and nothing else
+  // changed but metadata.resourceVersion and metadata.managedFields. A handle() of the Pod
+  // would decide nothing new (since that status was wanted, the reflector has compared with
+  // it), so the informer's handler need not queue it. When the write is done, its record is
+  // dropped (the cache shows it now). False for anything else, e.g. a key never written.
+  bool echoesOwnWrite(const std::string& key, const nlohmann::json& before,
+                      const nlohmann::json& now);
 
   // Keys with a status waiting or being written (tests: wait until idle).
   size_t pending() const;

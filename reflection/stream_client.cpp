@@ -1,5 +1,6 @@
 #include "reflection/stream_client.h"
 
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 
 #include <charconv>
@@ -82,6 +83,7 @@ bool StreamClient::sleepFor(milliseconds d) {
 }
 
 void StreamClient::run() {
+  pthread_setname_np(pthread_self(), "stream-conn");
   std::mt19937_64 rng(std::random_device{}());
   milliseconds backoff = opts_.minBackoff;
   for (;;) {
@@ -140,6 +142,7 @@ void StreamClient::runConnection(peering::EventStream& s) {
   // A refused stream fails this write; the reader then collects why.
   (void)send(StreamMessage::resyncBegin(static_cast<bool>(opts_.onExport)));
   std::thread reader([this, &s] {
+    pthread_setname_np(pthread_self(), "stream-read");
     v1::ReflectionEvent e;
     while (s.read(&e)) {
       counters_.messagesIn++;

@@ -218,6 +218,35 @@ TEST(PodStatusWriterTest, APodGoneOrReplacedIsDroppedATransientFailureRetried) {
   EXPECT_EQ(api2.writes()[1].body["status"], phase("Running"));
 }
 
+TEST(PodStatusWriterTest, AnInformerUpdateThatOnlyShowsTheStatusWrittenIsItsEcho) {
+  StatusWritesClient api;
+  PodStatusWriter w(api);  // inline
+  const json before = localPod("5", phase("Pending"));
+  const json echo = localPod("100", phase("Running"));
+  EXPECT_FALSE(w.echoesOwnWrite("web/web-1", before, echo));  // nothing written yet
+  ASSERT_TRUE(w.want("web/web-1", before, phase("Running")).ok());  // the server: version 100
+  // Anything else that changed is news for the reflector.
+  json relabelled = echo;
+  relabelled["metadata"]["labels"] = {{"app", "web"}};
+  EXPECT_FALSE(w.echoesOwnWrite("web/web-1", before, relabelled));
+  json deleting = echo;
+  deleting["metadata"]["deletionTimestamp"] = "2026-12-02T10:00:00Z";
+  EXPECT_FALSE(w.echoesOwnWrite("web/web-1", before, deleting));
+  json respec = echo;
+  respec["spec"]["activeDeadlineSeconds"] = 5;
+  EXPECT_FALSE(w.echoesOwnWrite("web/web-1", before, respec));
+  EXPECT_FALSE(w.echoesOwnWrite("web/web-1", before, localPod("100", phase("Failed"))));
+  EXPECT_FALSE(w.echoesOwnWrite("web/web-1", localPod("5", phase("Pending"), "uid-2"),
+                                localPod("100", phase("Running"), "uid-2")));
+  EXPECT_FALSE(w.echoesOwnWrite("web/web-2", before, echo));
+  // The echo itself, managedFields included; the cache shows the write now.
+  json withFields = echo;
+  withFields["metadata"]["managedFields"] = json::array({{{"manager", "strait"}}});
+  EXPECT_TRUE(w.echoesOwnWrite("web/web-1", before, withFields));
+  EXPECT_FALSE(w.expected("web/web-1", echo));
+  EXPECT_EQ(api.writes().size(), 1u);
+}
+
 // The pod reflector end to end over in-memory sides: the remote Pod is whatever the
 // reflector applied, with the status the test sets; the local Pod is a fixed cached copy.
 class MemoryRemote final : public RemoteObjects {
