@@ -106,9 +106,6 @@ std::pair<std::string, std::string> splitObjectKey(const std::string& key) {
 
 LocalInformer::LocalInformer(Store& store, std::string prefix, bool keepTrees)
     : store_(store), prefix_(std::move(prefix)), keepTrees_(keepTrees) {
-  indexFns_[kIndexNamespace] = [](const CachedObject& o) {
-    return o.ns.empty() ? std::vector<std::string>{} : std::vector<std::string>{o.ns};
-  };
   indexFns_[kIndexNodeName] = [](const CachedObject& o) {
     // Read from the text: spec.nodeName alone does not need the whole tree.
     auto spec = jsonMember(o.stored->json, "spec");
@@ -177,9 +174,18 @@ CachedPtr LocalInformer::getByKey(const std::string& key) const {
 }
 
 std::vector<CachedPtr> LocalInformer::list(const std::string& ns) const {
-  if (!ns.empty()) return byIndex(kIndexNamespace, ns);
   std::shared_lock l(mu_);
   std::vector<CachedPtr> out;
+  if (!ns.empty()) {
+    // The namespace index is the key order itself: "ns/name" keys of one namespace are
+    // adjacent (an index of its own would repeat every key).
+    const std::string prefix = ns + "/";
+    for (auto it = items_.lower_bound(prefix); it != items_.end() && it->first.starts_with(prefix);
+         ++it) {
+      out.push_back(it->second);
+    }
+    return out;
+  }
   out.reserve(items_.size());
   for (const auto& [k, v] : items_) out.push_back(v);
   return out;
@@ -187,6 +193,7 @@ std::vector<CachedPtr> LocalInformer::list(const std::string& ns) const {
 
 std::vector<CachedPtr> LocalInformer::byIndex(const std::string& index,
                                               const std::string& value) const {
+  if (index == kIndexNamespace) return value.empty() ? std::vector<CachedPtr>{} : list(value);
   std::shared_lock l(mu_);
   std::vector<CachedPtr> out;
   auto idx = indexes_.find(index);

@@ -85,7 +85,7 @@ std::pair<std::string, std::string> splitObjectKey(const std::string& key);
 using IndexFunc = std::function<std::vector<std::string>(const CachedObject&)>;
 
 // Built-in index names, registered on every informer.
-inline constexpr const char* kIndexNamespace = "namespace";  // metadata.namespace
+inline constexpr const char* kIndexNamespace = "namespace";  // metadata.namespace (key order)
 inline constexpr const char* kIndexNodeName = "nodeName";    // spec.nodeName (pods), if set
 inline constexpr const char* kIndexOwnerUid = "ownerUid";    // every ownerReferences[].uid
 

@@ -131,6 +131,35 @@ TEST_F(LocalInformerTest, IndexesFollowChanges) {
   EXPECT_TRUE(inf.byIndex(kIndexOwnerUid, "owner-1").empty());
 }
 
+// A namespace's objects come from the key order, not from an index entry per object: an
+// object files no namespace index value, and a namespace whose name extends another's
+// ("a" and "ab") is not mixed in.
+TEST_F(LocalInformerTest, NamespaceListingNeedsNoIndexEntries) {
+  LocalInformer inf(*store_, "/core/pods/");
+  inf.start();
+  ASSERT_TRUE(inf.waitForSync(10s));
+  putPod("a", "p1");
+  putPod("a", "p2");
+  putPod("ab", "p3");
+  putPod("b", "p4");
+  ASSERT_TRUE(eventually([&] { return inf.size() == 4; }));
+  auto names = [](const std::vector<CachedPtr>& objs) {
+    std::vector<std::string> out;
+    for (const auto& o : objs) out.push_back(o->ns + "/" + o->name);
+    return out;
+  };
+  EXPECT_EQ(names(inf.list("a")), (std::vector<std::string>{"a/p1", "a/p2"}));
+  EXPECT_EQ(names(inf.byIndex(kIndexNamespace, "a")), (std::vector<std::string>{"a/p1", "a/p2"}));
+  EXPECT_EQ(names(inf.list("ab")), (std::vector<std::string>{"ab/p3"}));
+  EXPECT_TRUE(inf.list("c").empty());
+  EXPECT_TRUE(inf.byIndex(kIndexNamespace, "").empty());
+  for (const auto& o : inf.list()) {
+    for (const auto& [index, value] : o->indexed) EXPECT_NE(index, kIndexNamespace);
+  }
+  deletePod("a", "p1");
+  ASSERT_TRUE(eventually([&] { return inf.list("a").size() == 1; }));
+}
+
 TEST_F(LocalInformerTest, PrefixLimitsTheResource) {
   LocalInformer inf(*store_, "/core/pods/a/");
   inf.start();
