@@ -195,8 +195,7 @@ std::map<std::string, ResourceMap> ProviderService::usedByPool(const std::string
   return listUsedByPool(consumerId);
 }
 
-std::map<std::string, ResourceMap> ProviderService::listUsedByPool(
-    const std::string& consumerId) {
+std::map<std::string, ResourceMap> ProviderService::listUsedByPool(const std::string& consumerId) {
   std::map<std::string, ResourceMap> out;
   kube::ListOptions opts;
   opts.labelSelector =

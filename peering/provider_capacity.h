@@ -85,13 +85,13 @@ class ProviderCapacity {
     std::string node;
     ResourceMap requests;  // empty for a terminal Pod
     bool forConsumer = false;  // runs here for a consumer (reflected or peering-created)
-    std::string consumer;  // a reflected Pod's origin cluster ID
-    std::string pool;      // its kLabelPool; empty unless `consumer` is set
+    std::string consumer;      // a reflected Pod's origin cluster ID
+    std::string pool;          // its kLabelPool; empty unless `consumer` is set
   };
   // What one consumer's Pods of one pool request.
   struct PoolUse {
-    ResourceMap total;                            // bound to a node or not
-    std::map<std::string, ResourceMap> byNode;    // the bound ones, by node
+    ResourceMap total;                          // bound to a node or not
+    std::map<std::string, ResourceMap> byNode;  // the bound ones, by node
   };
   void observePod(const nlohmann::json& pod);
   void forgetPod(const std::string& key);

@@ -177,10 +177,10 @@ TEST_F(ProviderCapacityTest, APoolSummaryCountsTheOtherConsumersPodsAndNotTheCal
   const std::string idA = "aaaaaaaa-0000-4000-8000-00000000000a";
   const std::string idB = "bbbbbbbb-0000-4000-8000-00000000000b";
   for (const auto& [name, id] : {std::pair{"home-a", idA}, std::pair{"home-b", idB}}) {
-    auto made = client_->create(peering::kForeignClusters, "",
-                                peering::makeForeignCluster(name, id, name,
-                                                            std::string(peering::kRoleConsumer),
-                                                            "127.0.0.1:1"));
+    auto made =
+        client_->create(peering::kForeignClusters, "",
+                        peering::makeForeignCluster(
+                            name, id, name, std::string(peering::kRoleConsumer), "127.0.0.1:1"));
     ASSERT_TRUE(made.ok()) << made.error().message;
   }
   auto identity = peering::ClusterIdentity::generate("cloud");
@@ -190,7 +190,8 @@ TEST_F(ProviderCapacityTest, APoolSummaryCountsTheOtherConsumersPodsAndNotTheCal
   peering::ProviderService svc(*identity, *client_, config);
   ASSERT_TRUE(svc.load().ok());
 
-  peering::PoolSpec pool{"shared", *peering::parseResourceArg("cpu=3,memory=4Gi,pods=20"),
+  peering::PoolSpec pool{"shared",
+                         *peering::parseResourceArg("cpu=3,memory=4Gi,pods=20"),
                          {{"strait.io/test-pool", "shared"}}};
   struct Seen {
     std::string granted, poolFree, nodeFree, used;
@@ -212,8 +213,7 @@ TEST_F(ProviderCapacityTest, APoolSummaryCountsTheOtherConsumersPodsAndNotTheCal
     seen.used = cpu(g.used).toString();
     return seen;
   };
-  auto answers = [&](const std::string& id, const std::string& poolFree,
-                       const std::string& used) {
+  auto answers = [&](const std::string& id, const std::string& poolFree, const std::string& used) {
     Seen seen;
     bool ok = waitFor(
         [&] {
@@ -233,22 +233,22 @@ TEST_F(ProviderCapacityTest, APoolSummaryCountsTheOtherConsumersPodsAndNotTheCal
   // A alone, its Pods on the node (2 CPUs bound, 250m Pending): it sees the node's 4 CPUs
   // (with its Pods counted, 2 would be left, below its grant of 3).
   EXPECT_EQ(beat(idA).granted, "3");
-  for (const json& p : {poolPod("a-1", "1", idA, "shared", shared),
-                        poolPod("a-2", "1", idA, "shared", shared),
-                        poolPod("a-pending", "250m", idA, "shared", "")}) {
+  for (const json& p :
+       {poolPod("a-1", "1", idA, "shared", shared), poolPod("a-2", "1", idA, "shared", shared),
+        poolPod("a-pending", "250m", idA, "shared", "")}) {
     ASSERT_TRUE(client_->create(res::kPods, "default", p).ok());
   }
   ASSERT_TRUE(answers(idA, "4", "2250m"));
 
   // B's Pods (1500m) and a Pod of the provider's own (500m) on the same node.
   EXPECT_EQ(beat(idB).granted, "3");
-  ASSERT_TRUE(client_->create(res::kPods, "default", poolPod("b-1", "1500m", idB, "shared", shared))
-                  .ok());
+  ASSERT_TRUE(
+      client_->create(res::kPods, "default", poolPod("b-1", "1500m", idB, "shared", shared)).ok());
   json own = podAsking("own", "500m");
   own["spec"]["nodeName"] = shared;
   ASSERT_TRUE(client_->create(res::kPods, "default", own).ok());
-  ASSERT_TRUE(answers(idA, "2", "2250m"));       // 4 - 1500m (B) - 500m (own)
-  ASSERT_TRUE(answers(idB, "1500m", "1500m"));   // 4 - 2 (A) - 500m (own)
+  ASSERT_TRUE(answers(idA, "2", "2250m"));      // 4 - 1500m (B) - 500m (own)
+  ASSERT_TRUE(answers(idB, "1500m", "1500m"));  // 4 - 2 (A) - 500m (own)
 
   // A's Pods go: B has the node but the provider's own Pod.
   kube::DeleteOptions now;
@@ -262,9 +262,8 @@ TEST_F(ProviderCapacityTest, APoolSummaryCountsTheOtherConsumersPodsAndNotTheCal
 
 TEST_F(ProviderCapacityTest, APodKeepsOnlyWhatTheCapacityIsComputedFrom) {
   json pod = podAsking("slim", "250m");
-  pod["metadata"]["labels"] = {{"app", "web"},
-                               {"strait.io/origin-cluster-id", "c1"},
-                               {"strait.io/peering-pool", "gpu"}};
+  pod["metadata"]["labels"] = {
+      {"app", "web"}, {"strait.io/origin-cluster-id", "c1"}, {"strait.io/peering-pool", "gpu"}};
   pod["metadata"]["resourceVersion"] = "7";
   pod["metadata"]["uid"] = "u-1";
   pod["spec"]["nodeName"] = "n1";

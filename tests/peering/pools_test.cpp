@@ -140,10 +140,9 @@ TEST(PoolsTest, APoolSummaryCountsTheOtherConsumersPodsAndGivesBackTheCallersOwn
   // gpu-2: B's (1 CPU, 1 GPU); cpu-1: A's Pod of another pool (3 CPU).
   const ResourceMap own = res("cpu=500m,pods=1"), a1 = res("cpu=1,nvidia.com/gpu=1,pods=1"),
                     b1 = res("cpu=2,pods=1"), b2 = res("cpu=1,nvidia.com/gpu=1,pods=1");
-  std::map<std::string, ResourceMap> all = {
-      {"gpu-1", addResources(own, addResources(a1, b1))},
-      {"gpu-2", b2},
-      {"cpu-1", res("cpu=3,pods=1")}};
+  std::map<std::string, ResourceMap> all = {{"gpu-1", addResources(own, addResources(a1, b1))},
+                                            {"gpu-2", b2},
+                                            {"cpu-1", res("cpu=3,pods=1")}};
   auto cpuOf = [](const ProviderSummary& s, const std::string& name) {
     for (const ProviderNodeFree& n : s.nodes) {
       if (n.name == name) return n.free.at("cpu").toString();
