@@ -168,17 +168,21 @@ kube::Result<ResourceMap> ProviderService::computeGrant(const std::string& consu
   return grantFor(requested, *budget, grantedToOthers(consumerId), config_.policy);
 }
 
-ProviderSummary ProviderService::poolSummary(const NodeSelector& selector) {
+void ProviderService::waitForCapacitySync() {
   // Pools arrive in heartbeats, after the join started the watches: wait for their first
   // list rather than answer "no matching node" from an empty cache.
   if (!capacity_.hasSynced()) (void)capacity_.waitForSync(std::chrono::seconds(2));
+}
+
+ProviderSummary ProviderService::poolSummary(const NodeSelector& selector) {
+  waitForCapacitySync();
   return capacity_.poolSummary(selector);
 }
 
 ProviderSummary ProviderService::poolSummaryFor(const std::string& consumerId,
                                                 const std::string& pool,
                                                 const NodeSelector& selector) {
-  if (!capacity_.hasSynced()) (void)capacity_.waitForSync(std::chrono::seconds(2));
+  waitForCapacitySync();
   return capacity_.poolSummaryFor(selector, consumerId, pool);
 }
 

@@ -151,6 +151,8 @@ class ProviderService final : public PeeringHandler {
   kube::Result<std::vector<PoolGrant>> computePoolGrants(const std::string& consumerId,
                                                          const std::vector<PoolSpec>& pools)
       REQUIRES(mu_);
+  // Waits (at most 2 s) for the capacity watches' first list.
+  void waitForCapacitySync();
   // The summary of the nodes `selector` matches (from the capacity watches) without the
   // Pods that run for consumers: what a pool's grant is taken from.
   ProviderSummary poolSummary(const NodeSelector& selector);

@@ -245,12 +245,16 @@ ProviderSummary ProviderCapacity::summary() const {
   return summarizeProviderUsage(items, usedByNode_);
 }
 
-ProviderSummary ProviderCapacity::poolSummary(const NodeSelector& selector) const {
-  std::vector<kube::ObjectPtr> nodes = nodes_->cache().list();
+json ProviderCapacity::nodesMatching(const NodeSelector& selector) const {
   json items = json::array();
-  for (const kube::ObjectPtr& n : nodes) {
+  for (const kube::ObjectPtr& n : nodes_->cache().list()) {
     if (selectorMatches(selector, kube::getLabels(*n))) items.push_back(*n);
   }
+  return items;
+}
+
+ProviderSummary ProviderCapacity::poolSummary(const NodeSelector& selector) const {
+  json items = nodesMatching(selector);
   base::MutexLock lock(mu_);
   return summarizePool(items, ownUsedByNode_, selector);
 }
@@ -258,11 +262,7 @@ ProviderSummary ProviderCapacity::poolSummary(const NodeSelector& selector) cons
 ProviderSummary ProviderCapacity::poolSummaryFor(const NodeSelector& selector,
                                                  const std::string& consumerId,
                                                  const std::string& pool) const {
-  std::vector<kube::ObjectPtr> nodes = nodes_->cache().list();
-  json items = json::array();
-  for (const kube::ObjectPtr& n : nodes) {
-    if (selectorMatches(selector, kube::getLabels(*n))) items.push_back(*n);
-  }
+  json items = nodesMatching(selector);
   static const std::map<std::string, ResourceMap> kNone;
   base::MutexLock lock(mu_);
   const std::map<std::string, ResourceMap>* mine = &kNone;

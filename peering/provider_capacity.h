@@ -81,6 +81,8 @@ class ProviderCapacity {
   static void slimPod(nlohmann::json& pod);
 
  private:
+  // The watched nodes whose labels `selector` matches (Node objects).
+  nlohmann::json nodesMatching(const NodeSelector& selector) const;
   struct PodEntry {
     std::string node;
     ResourceMap requests;  // empty for a terminal Pod

@@ -3,7 +3,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
+#include <initializer_list>
+#include <string_view>
 
 #include "kube/api_error.h"
 #include "kube/json_access.h"
@@ -54,6 +57,22 @@ bool cacheLags(const std::string& cachedRv, const std::string& base, const std::
 // The write cannot succeed for this Pod: gone, or another incarnation under its name.
 bool isGoneOrReplaced(const kube::Error& e) {
   return kube::isNotFound(e) || kube::isConflict(e) || kube::isInvalid(e);
+}
+
+// Whether objects `a` and `b` have the same members, leaving out those named in `skip`.
+bool sameMembersExcept(const json& a, const json& b, std::initializer_list<std::string_view> skip) {
+  auto skipped = [&](const std::string& k) {
+    return std::find(skip.begin(), skip.end(), k) != skip.end();
+  };
+  for (const auto& [k, v] : a.items()) {
+    if (skipped(k)) continue;
+    auto other = b.find(k);
+    if (other == b.end() || *other != v) return false;
+  }
+  for (const auto& [k, v] : b.items()) {
+    if (!skipped(k) && !a.contains(k)) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -209,22 +228,9 @@ bool PodStatusWriter::echoesOwnWrite(const std::string& key, const json& before,
     if (!(e.inFlight && *e.inFlight == *ns) && !(e.written && *e.written == *ns)) return false;
   }
   // Nothing but the status and the versions changed.
-  for (const auto& [k, v] : now.items()) {
-    if (k == "status" || k == "metadata") continue;
-    auto b = before.find(k);
-    if (b == before.end() || *b != v) return false;
-  }
-  for (const auto& [k, v] : before.items()) {
-    if (k != "status" && k != "metadata" && !now.contains(k)) return false;
-  }
-  auto ignored = [](const std::string& k) { return k == "resourceVersion" || k == "managedFields"; };
-  for (const auto& [k, v] : nm->items()) {
-    if (ignored(k)) continue;
-    auto b = bm->find(k);
-    if (b == bm->end() || *b != v) return false;
-  }
-  for (const auto& [k, v] : bm->items()) {
-    if (!ignored(k) && !nm->contains(k)) return false;
+  if (!sameMembersExcept(before, now, {"status", "metadata"}) ||
+      !sameMembersExcept(*bm, *nm, {"resourceVersion", "managedFields"})) {
+    return false;
   }
   base::MutexLock l(mu_);
   auto it = entries_.find(key);
